@@ -1,0 +1,1 @@
+"""Example kernels under test: the five ways to write GELU."""

@@ -1,0 +1,77 @@
+"""The five ways to write GELU (tanh approximation), from slowest to write-it-yourself.
+
+1. manual:   PyTorch ops, one kernel per op (about eight passes over memory on a GPU);
+2. pytorch:  the built-in `F.gelu(approximate="tanh")`, one fused kernel;
+3. compiled: `torch.compile` of the manual version, which fuses it into one generated kernel;
+4. cuda:     a hand-written CUDA kernel (gelu.cu), built on first use with load_inline;
+5. triton:   a Triton kernel (triton_gelu.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+SQRT_2_OVER_PI = 0.79788456
+CUDA_SOURCE = Path(__file__).with_name("gelu.cu")
+
+
+def manual_gelu(x: torch.Tensor) -> torch.Tensor:
+    return 0.5 * x * (1 + torch.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
+
+
+def pytorch_gelu(x: torch.Tensor) -> torch.Tensor:
+    return F.gelu(x, approximate="tanh")
+
+
+compiled_gelu = torch.compile(manual_gelu)
+
+
+def cuda_gelu(x: torch.Tensor) -> torch.Tensor:
+    return _cuda_extension()(x)
+
+
+@cache
+def _cuda_extension() -> Callable[[torch.Tensor], torch.Tensor]:
+    """The CUDA GELU: the ahead-of-time build (cuda_ext/setup.py) if installed, else load_inline.
+
+    load_inline compiles once per source and flags into torch's extension cache
+    (TORCH_EXTENSIONS_DIR, by default ~/.cache/torch_extensions): about a minute the first time,
+    a module load after that.
+    """
+    try:
+        import gelu_extension  # type: ignore[import-not-found]
+    except ImportError:
+        pass
+    else:
+        return gelu_extension.gelu  # type: ignore[no-any-return]
+    from torch.utils.cpp_extension import load_inline
+
+    module = load_inline(
+        name="kernelperf_example_gelu",
+        cpp_sources=["torch::Tensor gelu(torch::Tensor x);"],
+        cuda_sources=[CUDA_SOURCE.read_text()],
+        functions=["gelu"],
+        extra_cflags=["-O2"],
+        extra_cuda_cflags=["-O2"],
+    )
+    return module.gelu  # type: ignore[no-any-return]
+
+
+def triton_gelu(x: torch.Tensor) -> torch.Tensor:
+    from .triton_gelu import triton_gelu as run
+
+    return run(x)
+
+
+IMPLEMENTATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "manual": manual_gelu,
+    "pytorch": pytorch_gelu,
+    "compiled": compiled_gelu,
+    "cuda": cuda_gelu,
+    "triton": triton_gelu,
+}

@@ -1,0 +1,325 @@
+"""KernelBench: run -> check -> time -> compare -> record, for one test.
+
+Knows nothing of pytest: failing, warning and recording are callables handed in by the plugin, so
+this class is unit-testable with plain functions and fake timers.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+from . import stats
+from .baselines import BaselineEntry, BaselineError, BaselineStore, EntryKey, MetricRecord
+from .check import Mismatch, assert_matches
+from .compare import Comparison, Verdict, compare
+from .device import DeviceInfo
+from .results import BenchResult
+from .settings import Settings
+from .timing import Metric, Target, Timer, Timing, TimingError
+
+UPDATE_HINT = "If the change is intended, record new baselines with `pytest --kernelperf-update-baselines`."
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What the bench needs from its host (pytest, or a test)."""
+
+    fail: Callable[[str], NoReturn]
+    warn: Callable[[str], None]
+    record: Callable[[BenchResult], None]
+    make_timer: Callable[[Settings, DeviceInfo], Timer]
+    device_info: Callable[[str], DeviceInfo]
+    now: Callable[[], _dt.datetime] = lambda: _dt.datetime.now(_dt.timezone.utc)
+
+
+class KernelBench:
+    """Times a kernel against its stored baseline and checks it against a reference.
+
+    Call it as ``kernel_bench(fn, *args, reference=ref, name=..., **kwargs)``; see the plugin's
+    fixture docstring for the arguments.
+    """
+
+    def __init__(
+        self,
+        *,
+        nodeid: str,
+        settings: Settings,
+        store: BaselineStore,
+        hooks: Hooks,
+        device: str,
+    ) -> None:
+        self.nodeid = nodeid
+        self.settings = settings
+        self.device = device
+        self._store = store
+        self._hooks = hooks
+        self._names: set[str | None] = set()
+        module, _, test = nodeid.partition("::")
+        self._module = module
+        self._test = test or module
+
+    # -- public ------------------------------------------------------------------------------
+
+    def __call__(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        reference: Callable[..., Any] | None = None,
+        rtol: float | None = None,
+        atol: float | None = None,
+        name: str | None = None,
+        bytes: int | None = None,
+        flops: int | None = None,
+        **kwargs: Any,
+    ) -> BenchResult:
+        __tracebackhide__ = True
+        self._claim(name)
+        call = _bind(fn, args, kwargs)
+        self._check(call, reference, args, kwargs, rtol, atol)
+        if not self.settings.timing:
+            return self._record(BenchResult(self.nodeid, name, self.device, Verdict.CHECKED))
+        return self._time(fn, call, name, _device_of(args, kwargs, self.device), bytes, flops)
+
+    def check(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        reference: Callable[..., Any] | None = None,
+        rtol: float | None = None,
+        atol: float | None = None,
+        name: str | None = None,
+        why: str = "correctness only",
+        **kwargs: Any,
+    ) -> BenchResult:
+        """Check `fn` against `reference` without timing it (e.g. Triton's CPU interpreter, whose
+        timings mean nothing); reported as checked, with `why`."""
+        __tracebackhide__ = True
+        self._claim(name)
+        self._check(_bind(fn, args, kwargs), reference, args, kwargs, rtol, atol)
+        return self._record(BenchResult(self.nodeid, name, self.device, Verdict.CHECKED, notes=(why,)))
+
+    # -- steps -------------------------------------------------------------------------------
+
+    def _claim(self, name: str | None) -> None:
+        __tracebackhide__ = True
+        if name in self._names:
+            label = "without a name" if name is None else f"with name={name!r}"
+            self._hooks.fail(
+                f"kernel_bench was called twice {label} in {self.nodeid}; give each call its own name= "
+                "(each name is its own baseline entry)"
+            )
+        self._names.add(name)
+
+    def _check(
+        self,
+        call: Callable[[], Any],
+        reference: Callable[..., Any] | None,
+        args: Sequence[Any],
+        kwargs: dict[str, Any],
+        rtol: float | None,
+        atol: float | None,
+    ) -> None:
+        __tracebackhide__ = True
+        output = call()  # the first call also pays for compilation; a raise is the test's error
+        if reference is None:
+            return
+        expected = reference(*args, **kwargs)
+        try:
+            assert_matches(output, expected, rtol=rtol, atol=atol)
+        except Mismatch as exc:
+            problem: Mismatch | None = exc
+        else:
+            problem = None
+        if problem is not None:  # failed outside the except block: no chained traceback
+            self._hooks.fail(f"{problem} ({self.nodeid})")
+
+    def _time(
+        self,
+        fn: Callable[..., Any],
+        call: Callable[[], Any],
+        name: str | None,
+        kind: str,
+        nbytes: int | None,
+        flops: int | None,
+    ) -> BenchResult:
+        __tracebackhide__ = True
+        device = self._hooks.device_info(kind)
+        path = self._store.path_for(self._module)
+        key = EntryKey(
+            self._test if name is None else f"{self._test}::{name}", device.name, self.settings.cache
+        )
+        baseline = self._baseline(path, key)
+        prefer = baseline.device_time.method if baseline else None
+        timer = self._hooks.make_timer(self.settings, device)
+        try:
+            timing = timer.measure(Target(call, device, label=key.test, fn=fn), self.settings.plan(prefer))
+        except TimingError as exc:
+            self._hooks.fail(f"kernel_bench could not time {self.nodeid}: {exc}")
+        for note in timing.notes:
+            self._hooks.warn(f"{self.nodeid}: {note}")
+        result = self._judge(timing, baseline, device, name, path, nbytes, flops)
+        if self.settings.update:
+            self._store.stage(path, key, self._entry(timing, device))
+        self._record(result)
+        self._enforce(result, baseline, path)
+        return result
+
+    def _baseline(self, path: Path, key: EntryKey) -> BaselineEntry | None:
+        __tracebackhide__ = True
+        try:
+            return self._store.lookup(path, key)
+        except BaselineError as exc:
+            if self.settings.update:
+                self._hooks.warn(f"{exc.path}: {exc.problem}; the update replaces this file")
+                return None
+            self._hooks.fail(str(exc))
+
+    def _judge(
+        self,
+        timing: Timing,
+        baseline: BaselineEntry | None,
+        device: DeviceInfo,
+        name: str | None,
+        path: Path,
+        nbytes: int | None,
+        flops: int | None,
+    ) -> BenchResult:
+        threshold, alpha = self.settings.threshold, self.settings.alpha
+        measured = timing.device_time
+        comparison = _compare_metric(measured, baseline.device_time if baseline else None, threshold, alpha)
+        host = timing.host_latency
+        host_base = baseline.host_latency if baseline else None
+        host_comparison = _compare_metric(host, host_base, threshold, alpha) if host is not None else None
+        verdict = comparison.verdict
+        notes = list(timing.notes)
+        if timing.health is not None:
+            notes.append(timing.health.describe())
+            if timing.health.throttled:
+                verdict = Verdict.UNRELIABLE
+                comparison = Comparison(
+                    Verdict.UNRELIABLE,
+                    ratio=comparison.ratio,
+                    p_value=comparison.p_value,
+                    threshold=threshold,
+                    alpha=alpha,
+                    reason=f"GPU throttled during the measurement ({', '.join(timing.health.throttled)})",
+                )
+        summary = measured.summary
+        return BenchResult(
+            nodeid=self.nodeid,
+            name=name,
+            device=device.name,
+            verdict=verdict,
+            cache=self.settings.cache,
+            method=measured.method,
+            median_ms=summary.median_ms,
+            samples_ms=measured.samples_ms,
+            ci_ms=(summary.ci_low_ms, summary.ci_high_ms),
+            baseline_ms=baseline.device_time.median_ms if baseline else None,
+            comparison=comparison,
+            host_method=host.method if host else None,
+            host_median_ms=host.summary.median_ms if host else None,
+            host_baseline_ms=host_base.median_ms if host_base else None,
+            host_comparison=host_comparison,
+            baseline_file=str(path),
+            notes=tuple(notes),
+            bytes=nbytes,
+            flops=flops,
+            wall_s=timing.wall_s,
+        )
+
+    def _enforce(self, result: BenchResult, baseline: BaselineEntry | None, path: Path) -> None:
+        __tracebackhide__ = True
+        if self.settings.update:
+            return
+        if result.verdict is Verdict.SLOWER:
+            assert baseline is not None
+            self._hooks.fail(regression_message(result, baseline, path))
+        if result.verdict is Verdict.NEW and self.settings.strict:
+            self._hooks.fail(
+                f"no baseline for {result.label} on {result.device} ({self.settings.cache} cache) in {path} "
+                "and --kernelperf-strict is set; record one with `pytest --kernelperf-update-baselines`"
+            )
+        if result.host_comparison is not None and result.host_comparison.verdict is Verdict.SLOWER:
+            assert result.host_median_ms is not None and result.host_baseline_ms is not None
+            self._hooks.warn(
+                f"{result.label}: host latency per call {result.host_median_ms:.4g} ms vs baseline "
+                f"{result.host_baseline_ms:.4g} ms ({result.host_change_pct:+.1f}%): the launch path "
+                "got slower (device time decides the verdict)"
+            )
+
+    def _entry(self, timing: Timing, device: DeviceInfo) -> BaselineEntry:
+        host = timing.host_latency
+        environment = dict(device.environment)
+        if timing.health is not None:
+            environment["sm_clock_mhz"] = str(timing.health.end.sm_clock_mhz)
+        return BaselineEntry(
+            device_time=_record_of(timing.device_time),
+            host_latency=_record_of(host) if host is not None else None,
+            recorded=self._hooks.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+            environment=environment,
+        )
+
+    def _record(self, result: BenchResult) -> BenchResult:
+        self._hooks.record(result)
+        return result
+
+
+def _bind(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Callable[[], Any]:
+    if not callable(fn):
+        raise TypeError(f"kernel_bench needs a callable to time, got {type(fn).__name__}")
+    return lambda: fn(*args, **kwargs)
+
+
+def _device_of(args: Sequence[Any], kwargs: dict[str, Any], default: str) -> str:
+    """Where the call runs: CUDA when any tensor argument is on a CUDA device, else CPU."""
+    tensors = [v for v in (*args, *kwargs.values()) if hasattr(v, "is_cuda") and hasattr(v, "device")]
+    if not tensors:
+        return default
+    return "cuda" if any(t.is_cuda for t in tensors) else "cpu"
+
+
+def _compare_metric(
+    measured: Metric | None, baseline: MetricRecord | None, threshold: float, alpha: float
+) -> Comparison:
+    if measured is None or baseline is None:
+        return Comparison(Verdict.NEW, reason="no baseline for this device and cache mode")
+    if baseline.method != measured.method:
+        return Comparison(
+            Verdict.INCOMPARABLE,
+            reason=f"baseline measured with {baseline.method}, this run with {measured.method}",
+        )
+    return compare(measured.samples_ms, baseline.quantiles_ms, threshold=threshold, alpha=alpha)
+
+
+def _record_of(metric: Metric) -> MetricRecord:
+    summary = metric.summary
+    return MetricRecord(
+        method=metric.method,
+        median_ms=summary.median_ms,
+        ci_ms=(summary.ci_low_ms, summary.ci_high_ms),
+        n=summary.n,
+        quantiles_ms=tuple(stats.compress(metric.samples_ms)),
+    )
+
+
+def regression_message(result: BenchResult, baseline: BaselineEntry, path: Path) -> str:
+    comparison = result.comparison
+    assert comparison is not None and result.median_ms is not None and result.ci_ms is not None
+    base = baseline.device_time
+    threshold = comparison.threshold or 0.0
+    return (
+        f"performance regression in {result.label} on {result.device}: "
+        f"median {result.median_ms:.4g} ms vs baseline {base.median_ms:.4g} ms "
+        f"({comparison.change_pct:+.1f}%, threshold {threshold * 100:g}%).\n"
+        f"  evidence: {comparison.evidence()}; "
+        f"95% CI of the median {result.ci_ms[0]:.4g}-{result.ci_ms[1]:.4g} ms "
+        f"over {len(result.samples_ms)} samples, baseline {base.ci_ms[0]:.4g}-{base.ci_ms[1]:.4g} ms "
+        f"over {base.n}.\n"
+        f"  method: {result.method}, {result.cache} cache; baseline: {path} (recorded {baseline.recorded}).\n"
+        f"  {UPDATE_HINT}"
+    )

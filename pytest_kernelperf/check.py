@@ -1,0 +1,131 @@
+"""Output correctness: the kernel's result against the reference's, dtype-aware.
+
+`torch.testing.assert_close` semantics (|actual - expected| <= atol + rtol * |expected|, NaN equal
+to NaN, infinities equal only to themselves) with its default tolerances per dtype, but the report
+is ours: how many elements differ, the largest absolute and relative errors and where, so that a
+kernel author sees at once whether one tile or every element is wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+# torch.testing.assert_close's defaults (rtol, atol), by dtype name.
+_DEFAULT_TOLERANCES = {
+    "float16": (1e-3, 1e-5),
+    "bfloat16": (1.6e-2, 1e-5),
+    "float32": (1.3e-6, 1e-5),
+    "float64": (1e-7, 1e-7),
+    "complex32": (1e-3, 1e-5),
+    "complex64": (1.3e-6, 1e-5),
+    "complex128": (1e-7, 1e-7),
+}
+# Eight-bit floats have 2-3 mantissa bits: one step is 12.5% to 25%.
+_FP8_TOLERANCES = (0.25, 1e-2)
+
+
+def default_tolerances(dtype: torch.dtype) -> tuple[float, float]:
+    """(rtol, atol) for comparing values of `dtype`; exact (0, 0) for integers and booleans."""
+    name = str(dtype).removeprefix("torch.")
+    if name in _DEFAULT_TOLERANCES:
+        return _DEFAULT_TOLERANCES[name]
+    if name.startswith("float8"):
+        return _FP8_TOLERANCES
+    return 0.0, 0.0
+
+
+class Mismatch(AssertionError):
+    """The kernel's output differs from the reference's."""
+
+
+def assert_matches(
+    actual: Any, expected: Any, *, rtol: float | None = None, atol: float | None = None
+) -> None:
+    """Raise Mismatch, with a message starting "mismatch", where `actual` differs from `expected`."""
+    _compare(actual, expected, rtol, atol, path="output")
+
+
+def _compare(actual: Any, expected: Any, rtol: float | None, atol: float | None, path: str) -> None:
+    import torch
+
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(actual, torch.Tensor):
+            raise Mismatch(f"mismatch in {path}: expected a tensor, got {type(actual).__name__}")
+        _compare_tensors(actual, expected, rtol, atol, path)
+        return
+    if isinstance(expected, (tuple, list)):
+        if not isinstance(actual, (tuple, list)):
+            raise Mismatch(f"mismatch in {path}: expected a sequence, got {type(actual).__name__}")
+        if len(actual) != len(expected):
+            raise Mismatch(f"mismatch in {path}: {len(actual)} outputs, reference has {len(expected)}")
+        for index, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            _compare(a, e, rtol, atol, f"{path}[{index}]")
+        return
+    raise TypeError(
+        f"reference returned {type(expected).__name__}; kernel_bench compares tensors or "
+        "tuples/lists of tensors"
+    )
+
+
+def _compare_tensors(
+    actual: torch.Tensor, expected: torch.Tensor, rtol: float | None, atol: float | None, path: str
+) -> None:
+    import torch
+
+    if actual.shape != expected.shape:
+        raise Mismatch(f"mismatch in {path}: shape {tuple(actual.shape)}, reference {tuple(expected.shape)}")
+    if actual.dtype != expected.dtype:
+        raise Mismatch(f"mismatch in {path}: dtype {actual.dtype}, reference {expected.dtype}")
+    default_rtol, default_atol = default_tolerances(expected.dtype)
+    rtol = default_rtol if rtol is None else rtol
+    atol = default_atol if atol is None else atol
+    a = actual.detach()
+    e = expected.detach().to(a.device)
+    if not (a.is_floating_point() or a.is_complex()):
+        bad = a != e
+        diff = (a.to(torch.float64) - e.to(torch.float64)).abs()
+    else:
+        wide = torch.complex128 if a.is_complex() else torch.float64
+        a64, e64 = a.to(wide), e.to(wide)
+        diff = (a64 - e64).abs()
+        both_nan = a64.isnan() & e64.isnan()
+        same_inf = a64.isinf() & e64.isinf() & (a64 == e64)
+        close = (diff <= atol + rtol * e64.abs()) | both_nan | same_inf
+        bad = ~close
+    count = int(bad.sum())
+    if count == 0:
+        return
+    total = bad.numel()
+    finite_diff = torch.where(bad & diff.isfinite(), diff, torch.zeros_like(diff))
+    flat = (
+        int(finite_diff.argmax()) if bool((bad & diff.isfinite()).any()) else int(bad.flatten().nonzero()[0])
+    )
+    index = _unravel(flat, tuple(a.shape))
+    rel = diff / e.to(diff.dtype).abs()
+    max_rel = float(torch.where(bad, rel, torch.zeros_like(rel)).nan_to_num(nan=float("inf")).max())
+    nan_count = int((a.isnan() & ~e.isnan()).sum()) if a.is_floating_point() else 0
+    message = (
+        f"mismatch in {path}: {count} of {total} elements ({100 * count / total:.3g}%) differ beyond "
+        f"rtol={rtol:g}, atol={atol:g}; max abs error {float(finite_diff.max()):.3g} at index {index} "
+        f"(got {_item(a, flat)}, expected {_item(e, flat)}); max rel error {max_rel:.3g}"
+    )
+    if nan_count:
+        message += f"; {nan_count} NaN where the reference has none"
+    raise Mismatch(message)
+
+
+def _unravel(flat: int, shape: Sequence[int]) -> tuple[int, ...]:
+    index = []
+    for size in reversed(shape):
+        index.append(flat % size)
+        flat //= size
+    return tuple(reversed(index))
+
+
+def _item(tensor: torch.Tensor, flat: int) -> str:
+    value = tensor.flatten()[flat].item()
+    return f"{value:.6g}" if isinstance(value, float) else str(value)

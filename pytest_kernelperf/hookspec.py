@@ -1,0 +1,39 @@
+"""Hooks other plugins may implement to swap a strategy.
+
+Implement them in a conftest.py or a plugin; the first non-None answer wins.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    import pytest
+
+    from .device import DeviceInfo
+    from .settings import Settings
+    from .timing import Timer
+
+hookspec = pluggy.HookspecMarker("pytest")
+
+
+@hookspec(firstresult=True)
+def pytest_kernelperf_make_timer(
+    config: pytest.Config, settings: Settings, device: DeviceInfo
+) -> Timer | None:
+    """Return the Timer that measures calls on `device` (see pytest_kernelperf.timing.Timer).
+
+    The built-in implementation returns the backend named by `settings.timer`. A timer must name
+    its method in the Metric it returns: baselines are only compared with the same method.
+    """
+
+
+@hookspec(firstresult=True)
+def pytest_kernelperf_device_info(config: pytest.Config, kind: str) -> DeviceInfo | None:
+    """Return the DeviceInfo (baseline key and environment) for `kind`, "cuda" or "cpu".
+
+    The built-in implementation names the GPU model or CPU model. Return another name to share
+    baselines between devices you consider equivalent, or to split devices you do not.
+    """

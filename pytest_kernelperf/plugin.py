@@ -1,0 +1,160 @@
+"""pytest hooks, options, the `kernelperf` marker and the `kernel_bench` fixture.
+
+Each hook is a few lines that delegate to the run's KernelperfSession, kept in `config.stash`.
+Nothing here imports torch: a pytest run that never uses `kernel_bench` never pays for it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import hookspec, report
+from .device import DeviceInfo
+from .session import KernelperfSession
+from .settings import OPTIONS, Settings, SettingsError, resolve
+from .timing import Timer, make_timer
+
+SESSION = pytest.StashKey[KernelperfSession]()
+
+MARKER = (
+    "kernelperf(threshold=0.05, alpha=0.01, timer='auto', cache='hot', min_samples=10, min_time=0.02, "
+    "max_time=0.4, target_ci=0.005, warmup=0.025): per-test settings of kernel_bench"
+)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspec)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kernelperf", "kernel performance regression testing (pytest-kernelperf)")
+    group.addoption(
+        "--kernelperf",
+        action="store_true",
+        default=False,
+        help="time kernel_bench calls and compare them with the stored baselines",
+    )
+    group.addoption(
+        "--kernelperf-update-baselines",
+        action="store_true",
+        default=False,
+        help="time kernel_bench calls and write their baselines (entries of tests that did not run are kept)",
+    )
+    for option in OPTIONS:
+        dest = f"kernelperf_{option.field}"
+        if option.flag:
+            group.addoption(option.cli_name, action="store_true", default=None, dest=dest, help=option.help)
+        else:
+            group.addoption(option.cli_name, action="store", default=None, dest=dest, help=option.help)
+        if option.ini:
+            parser.addini(option.ini_name, help=option.help, default=None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER)
+    cli = {option.field: config.getoption(f"kernelperf_{option.field}") for option in OPTIONS}
+    ini = {option.field: config.getini(option.ini_name) for option in OPTIONS}
+    try:
+        settings = resolve(
+            cli,
+            ini,
+            timing=bool(config.getoption("kernelperf")),
+            update=bool(config.getoption("kernelperf_update_baselines")),
+            rootdir=Path(config.rootpath),
+            ini_file=str(config.inipath or "the ini file"),
+        )
+    except SettingsError as exc:
+        raise pytest.UsageError(f"pytest-kernelperf: {exc}") from None
+    config.stash[SESSION] = KernelperfSession(
+        settings,
+        make_timer=lambda s, device: _make_timer(config, s, device),
+        device_info=lambda kind: _device_info(config, kind),
+        fail=_fail,
+    )
+
+
+def _fail(message: str) -> Any:
+    __tracebackhide__ = True
+    pytest.fail(message, pytrace=False)
+
+
+def _make_timer(config: pytest.Config, settings: Settings, device: DeviceInfo) -> Timer:
+    timer: Timer = config.hook.pytest_kernelperf_make_timer(config=config, settings=settings, device=device)
+    return timer
+
+
+def _device_info(config: pytest.Config, kind: str) -> DeviceInfo:
+    info: DeviceInfo = config.hook.pytest_kernelperf_device_info(config=config, kind=kind)
+    return info
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_kernelperf_make_timer(config: pytest.Config, settings: Settings, device: DeviceInfo) -> Timer:
+    return make_timer(settings.timer, device)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_kernelperf_device_info(config: pytest.Config, kind: str) -> DeviceInfo:
+    from .device import fingerprint
+
+    return fingerprint(kind)
+
+
+@pytest.fixture
+def kernel_bench(request: pytest.FixtureRequest) -> Any:
+    """Time a kernel, check it against a reference, and compare it with its stored baseline.
+
+        def test_gelu(kernel_bench):
+            x = torch.randn(1 << 24, device=kernel_bench.device)
+            kernel_bench(triton_gelu, x, reference=pytorch_gelu)
+
+    ``kernel_bench(fn, *args, reference=None, rtol=None, atol=None, name=None, bytes=None,
+    flops=None, **kwargs)`` calls ``fn(*args, **kwargs)``, compares its output with
+    ``reference(*args, **kwargs)`` (assert_close semantics, dtype-aware tolerances; a wrong answer
+    fails with "mismatch"), and with ``--kernelperf`` times it and compares the times with the
+    baseline (a significant slowdown beyond the threshold fails with "regression"). Returns a
+    BenchResult (``median_ms``, ``samples_ms``, ``baseline_ms``, ``verdict``, ...). Call it several
+    times with distinct ``name=`` to time several implementations in one test.
+    ``kernel_bench.check(...)`` checks without timing. ``kernel_bench.device`` is "cuda" when a
+    CUDA device is usable, else "cpu". Per-test settings: ``@pytest.mark.kernelperf(threshold=...)``.
+    """
+    try:
+        from .device import default_device
+
+        device = default_device()
+    except ImportError as exc:
+        pytest.fail(f"kernel_bench needs PyTorch ({exc}); install it with `pip install torch`", pytrace=False)
+    marker = request.node.get_closest_marker("kernelperf")
+    if marker is not None and marker.args:
+        pytest.fail(
+            f"@pytest.mark.kernelperf takes keyword arguments only, "
+            f"got {marker.args!r} on {request.node.nodeid}",
+            pytrace=False,
+        )
+    try:
+        return request.config.stash[SESSION].bench(
+            request.node.nodeid, dict(marker.kwargs) if marker else None, device
+        )
+    except SettingsError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    session.config.stash[SESSION].finish()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    state = config.stash[SESSION]
+    lines = report.terminal_lines(state.results)
+    if lines:
+        terminalreporter.section("kernelperf")
+        for line in lines:
+            terminalreporter.write_line(line)
+    updates = report.update_lines(state.updates)
+    if updates:
+        terminalreporter.section("kernelperf baselines updated")
+        for line in updates:
+            terminalreporter.write_line(line)

@@ -1,0 +1,63 @@
+"""The state of one pytest run: settings, baseline store, results and the update at the end."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from .baselines import BaselineStore, FileUpdate
+from .bench import Hooks, KernelBench
+from .device import DeviceInfo
+from .results import BenchResult
+from .settings import Settings
+from .timing import Timer
+
+
+class KernelperfWarning(UserWarning):
+    """Something about a measurement the user should know (a fallback, a slower launch path)."""
+
+
+class KernelperfSession:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        make_timer: Callable[[Settings, DeviceInfo], Timer],
+        device_info: Callable[[str], DeviceInfo],
+        fail: Callable[[str], NoReturn],
+    ) -> None:
+        self.settings = settings
+        self.store = BaselineStore(settings.baseline_dir)
+        self.results: list[BenchResult] = []
+        self.updates: list[FileUpdate] = []
+        self._make_timer = make_timer
+        self._device_info = device_info
+        self._fail = fail
+        self._device_cache: dict[str, DeviceInfo] = {}
+
+    def bench(self, nodeid: str, marker_kwargs: dict[str, Any] | None, device: str) -> KernelBench:
+        settings = self.settings
+        if marker_kwargs:
+            settings = settings.with_marker(marker_kwargs, where=f"@pytest.mark.kernelperf on {nodeid}")
+        hooks = Hooks(
+            fail=self._fail,
+            warn=_warn,
+            record=self.results.append,
+            make_timer=self._make_timer,
+            device_info=self._cached_device_info,
+        )
+        return KernelBench(nodeid=nodeid, settings=settings, store=self.store, hooks=hooks, device=device)
+
+    def _cached_device_info(self, kind: str) -> DeviceInfo:
+        if kind not in self._device_cache:
+            self._device_cache[kind] = self._device_info(kind)
+        return self._device_cache[kind]
+
+    def finish(self) -> None:
+        if self.settings.update:
+            self.updates = self.store.write()
+
+
+def _warn(message: str) -> None:
+    warnings.warn(KernelperfWarning(message), stacklevel=3)

@@ -1,0 +1,121 @@
+"""Statistics on lists of timings in milliseconds.
+
+Pure functions over floats: no torch, no pytest. Timings are skewed to the right (a preempted trial
+is a large outlier), so everything here is rank based: medians, order-statistic confidence
+intervals and the Mann-Whitney U test, never means and standard deviations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+CONFIDENCE = 0.95
+# A baseline keeps this many evenly spaced quantiles of its samples: enough for a rank test to see
+# the distribution's shape, few enough that a baseline file stays readable in review.
+STORED_QUANTILES = 32
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Robust summary of one set of samples (milliseconds)."""
+
+    n: int
+    median_ms: float
+    ci_low_ms: float
+    ci_high_ms: float
+    q1_ms: float
+    q3_ms: float
+    min_ms: float
+    max_ms: float
+
+    @property
+    def ci_rel(self) -> float:
+        """Half-width of the median's confidence interval over the median."""
+        return relative_half_width(self.ci_low_ms, self.ci_high_ms, self.median_ms)
+
+    @property
+    def spread_rel(self) -> float:
+        """Interquartile range over the median."""
+        return (self.q3_ms - self.q1_ms) / self.median_ms if self.median_ms > 0 else math.inf
+
+
+def relative_half_width(low: float, high: float, center: float) -> float:
+    return (high - low) / 2 / center if center > 0 else math.inf
+
+
+def quantile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear-interpolation quantile (numpy's default) of already sorted values."""
+    if not sorted_values:
+        raise ValueError("quantile of no samples")
+    pos = q * (len(sorted_values) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def median_ci(sorted_values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Distribution-free confidence interval of the median from order statistics.
+
+    The number of samples below the true median is Binomial(n, 1/2), so the order statistics at
+    that distribution's quantiles bracket the median with the requested coverage whatever the
+    shape of the timing distribution.
+    """
+    n = len(sorted_values)
+    if n == 0:
+        raise ValueError("confidence interval of no samples")
+    if n < 3:
+        return sorted_values[0], sorted_values[-1]
+    from scipy import stats as scipy_stats  # imported on first use: the plugin loads in every pytest run
+
+    tail = (1 - confidence) / 2
+    # ppf gives the count j with P(B < j) <= tail; x_(j) (1-based) is the lower bound, and the
+    # interval is symmetric in rank.
+    lo = max(int(scipy_stats.binom.ppf(tail, n, 0.5)) - 1, 0)
+    return sorted_values[lo], sorted_values[n - 1 - lo]
+
+
+def summarize(samples_ms: Sequence[float]) -> Summary:
+    if not samples_ms:
+        raise ValueError("no samples to summarize")
+    values = sorted(samples_ms)
+    low, high = median_ci(values)
+    return Summary(
+        n=len(values),
+        median_ms=quantile(values, 0.5),
+        ci_low_ms=low,
+        ci_high_ms=high,
+        q1_ms=quantile(values, 0.25),
+        q3_ms=quantile(values, 0.75),
+        min_ms=values[0],
+        max_ms=values[-1],
+    )
+
+
+def compress(samples_ms: Sequence[float], count: int = STORED_QUANTILES) -> list[float]:
+    """Evenly spaced quantiles standing in for the samples in a stored baseline.
+
+    Mid-point quantiles ((i + 0.5) / count) keep the ranks of the original samples, so a rank test
+    on the compressed set behaves like one on a sample of `count` draws from the distribution.
+    """
+    values = sorted(samples_ms)
+    if len(values) <= count:
+        return values
+    return [quantile(values, (i + 0.5) / count) for i in range(count)]
+
+
+def p_greater(current: Sequence[float], baseline: Sequence[float]) -> float:
+    """One-sided Mann-Whitney U p-value that `current` tends to be larger than `baseline`."""
+    if len(current) < 2 or len(baseline) < 2:
+        return 1.0
+    if min(current) == max(current) == min(baseline) == max(baseline):
+        return 1.0  # identical constant samples: no evidence either way (scipy would warn)
+    from scipy import stats as scipy_stats
+
+    return float(scipy_stats.mannwhitneyu(current, baseline, alternative="greater").pvalue)
+
+
+def p_less(current: Sequence[float], baseline: Sequence[float]) -> float:
+    """One-sided Mann-Whitney U p-value that `current` tends to be smaller than `baseline`."""
+    return p_greater(baseline, current)

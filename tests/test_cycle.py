@@ -1,0 +1,100 @@
+"""The whole cycle a user goes through: update, compare, regress, fix, wrong answer, new, strict."""
+
+from __future__ import annotations
+
+from conftest import Project
+
+
+def test_update_writes_a_baseline_then_unchanged_passes(project: Project) -> None:
+    project.module()
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
+    text = project.baseline_file.read_text()
+    assert "test_kernel:" in text and "method: scripted" in text
+    for _ in range(3):  # an unchanged kernel passes every time
+        result = project.run("--kernelperf")
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(["*1 same*"])
+
+
+def test_four_times_slower_fails_with_regression(project: Project) -> None:
+    project.module()
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
+    result = project.run("--kernelperf", ms=4.0)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*performance regression in test_kernels.py::test_kernel*median 3.99* ms vs baseline * ms (+3*%, threshold 5%)*",
+            "*evidence: one-sided Mann-Whitney U: p=*(alpha=0.01)*",
+            "*baselines*test_kernels.yaml*",
+            "*pytest --kernelperf-update-baselines*",
+        ]
+    )
+
+
+def test_faster_passes_and_is_reported_faster(project: Project) -> None:
+    project.module()
+    project.run("--kernelperf-update-baselines")
+    result = project.run("--kernelperf", ms=0.5)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*-50.*%*faster*", "*1 faster*"])
+
+
+def test_slowdown_within_threshold_is_same(project: Project) -> None:
+    project.module()
+    project.run("--kernelperf-update-baselines")
+    result = project.run("--kernelperf", ms=1.03)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*same*"])
+
+
+def test_fixed_after_update(project: Project) -> None:
+    project.module()
+    project.run("--kernelperf-update-baselines")
+    project.run("--kernelperf", ms=4.0).assert_outcomes(failed=1)
+    project.run("--kernelperf-update-baselines", ms=4.0).assert_outcomes(passed=1)
+    project.run("--kernelperf", ms=4.0).assert_outcomes(passed=1)
+
+
+def test_wrong_answer_fails_with_mismatch_without_any_flag(project: Project) -> None:
+    project.module()
+    result = project.run(scale=1.01)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*mismatch in output: * of 64 elements * differ*max abs error*max rel error 0.01*"])
+    assert not project.baseline_file.exists()
+
+
+def test_missing_baseline_passes_as_new(project: Project) -> None:
+    project.module()
+    result = project.run("--kernelperf")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*new*", "*1 new*"])
+    assert not project.baseline_file.exists()
+
+
+def test_strict_fails_on_missing_baseline(project: Project) -> None:
+    project.module()
+    result = project.run("--kernelperf", "--kernelperf-strict")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*no baseline for test_kernels.py::test_kernel*--kernelperf-strict*"])
+
+
+def test_update_keeps_entries_of_tests_that_did_not_run(project: Project) -> None:
+    project.module(
+        """
+        import torch
+        def kernel(x):
+            return x * 2
+        kernel.fake_ms = 1.0
+        def test_one(kernel_bench):
+            kernel_bench(kernel, torch.ones(4))
+        def test_two(kernel_bench):
+            kernel_bench(kernel, torch.ones(4))
+        """
+    )
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=2)
+    before = project.baseline_file.read_text()
+    result = project.run("--kernelperf-update-baselines", "-k", "test_one")
+    result.stdout.fnmatch_lines(["*test_kernels.yaml: 0 added, 0 changed, 1 unchanged, 1 kept*"])
+    after = project.baseline_file.read_text()
+    assert "test_two:" in after
+    assert before == after  # same figures: not a byte changed
