@@ -1,0 +1,91 @@
+"""GPU behaviour of the timers: run on a CUDA machine (skipped elsewhere)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pytest_kernelperf.device import fingerprint
+from pytest_kernelperf.timing import (
+    AutoTimer,
+    CudaEventTimer,
+    CudaGraphTimer,
+    CuptiTimer,
+    SamplingPlan,
+    Target,
+    TimingError,
+)
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+def gelu_target(elements: int) -> Target:
+    x = torch.randn(elements, device="cuda")
+    return Target(lambda: torch.nn.functional.gelu(x, approximate="tanh"), fingerprint("cuda"))
+
+
+def test_methods_agree_on_a_large_kernel() -> None:
+    # At 2^26 elements the kernel runs ~0.13 ms: launch overhead is small, all methods see it.
+    target = gelu_target(1 << 26)
+    plan = SamplingPlan(max_time_s=0.3)
+    medians = {
+        timer.method: timer.measure(target, plan).device_time.summary.median_ms
+        for timer in (CudaEventTimer(), CudaGraphTimer(), CuptiTimer())
+    }
+    low, high = min(medians.values()), max(medians.values())
+    assert high / low < 1.15, medians
+
+
+def test_cupti_sees_kernel_time_below_launch_overhead() -> None:
+    # A 2^16-element kernel runs ~1 us; per-call events time the launch path (tens of us).
+    target = gelu_target(1 << 16)
+    plan = SamplingPlan(max_time_s=0.2)
+    cupti = CuptiTimer().measure(target, plan).device_time.summary.median_ms
+    events = CudaEventTimer().measure(target, plan).device_time.summary.median_ms
+    assert 0 < cupti < events
+
+
+def test_auto_reports_device_time_and_host_latency() -> None:
+    timing = AutoTimer().measure(gelu_target(1 << 20), SamplingPlan(max_time_s=0.2))
+    assert timing.device_time.method == "cupti"
+    assert timing.host_latency is not None and timing.host_latency.method == "cuda-event"
+    assert timing.device_time.summary.median_ms < timing.host_latency.summary.median_ms
+
+
+def test_graph_capture_failure_is_a_timing_error() -> None:
+    x = torch.randn(1024, device="cuda")
+    # .item() synchronizes, which stream capture forbids.
+    target = Target(lambda: (x * 2).sum().item(), fingerprint("cuda"))
+    with pytest.raises(TimingError, match="CUDA graph capture failed"):
+        CudaGraphTimer().measure(target, SamplingPlan(max_time_s=0.05))
+
+
+def test_auto_falls_back_when_graph_and_cupti_are_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    def blocked(*args: object, **kwargs: object) -> list[float]:
+        return []  # what a blocked CUPTI gives: no device records
+
+    monkeypatch.setattr("pytest_kernelperf.timing.profile_device_activity", blocked)
+    x = torch.randn(1024, device="cuda")
+    target = Target(lambda: (x * 2).sum().item(), fingerprint("cuda"))
+    timing = AutoTimer().measure(target, SamplingPlan(max_time_s=0.05))
+    assert timing.device_time.method == "cuda-event"
+    assert any("cupti unavailable" in note for note in timing.notes)
+    assert any("cuda-graph unavailable" in note for note in timing.notes)
+    assert timing.device_time.summary.median_ms > 0
+
+
+def test_cold_cache_is_not_faster_than_hot() -> None:
+    # 2^20 float32 (4 MiB in, 4 MiB out) fits in L2: a flushed L2 can only make it slower.
+    target = gelu_target(1 << 20)
+    hot = CuptiTimer().measure(target, SamplingPlan(max_time_s=0.2)).device_time.summary.median_ms
+    cold = (
+        CuptiTimer().measure(target, SamplingPlan(max_time_s=0.2, cache="cold")).device_time.summary.median_ms
+    )
+    assert cold >= 0.98 * hot
+
+
+def test_example_cuda_gelu_matches_reference() -> None:
+    from example_kernels.gelu import cuda_gelu, pytorch_gelu
+
+    x = torch.randn(1 << 20, device="cuda")
+    torch.testing.assert_close(cuda_gelu(x), pytorch_gelu(x))
