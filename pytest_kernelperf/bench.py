@@ -193,7 +193,10 @@ class KernelBench:
         comparison = _compare_metric(measured, baseline.device_time if baseline else None, threshold, alpha)
         host = timing.host_latency
         host_base = baseline.host_latency if baseline else None
-        host_comparison = _compare_metric(host, host_base, threshold, alpha) if host is not None else None
+        host_threshold = self.settings.host_threshold
+        host_comparison = (
+            _compare_metric(host, host_base, host_threshold, alpha) if host is not None else None
+        )
         verdict = comparison.verdict
         notes = list(timing.notes)
         if timing.health is not None:

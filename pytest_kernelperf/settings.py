@@ -112,6 +112,13 @@ OPTIONS: tuple[Option, ...] = (
         _fraction,
         marker=True,
     ),
+    Option(
+        "host_threshold",
+        "relative change of host latency per call (the launch path) that draws a warning; default 0.5. "
+        "Host latency varies more between processes than device time, so it warns and never fails",
+        _fraction,
+        marker=True,
+    ),
     Option("baseline_dir", "folder of the YAML baselines; default 'baselines' under the rootdir", _path),
     Option("profile", "capture a torch.profiler table and Chrome trace per timed call", _bool, flag=True),
     Option(
@@ -152,6 +159,7 @@ class Settings:
     strict: bool = False
     threshold: float = 0.05
     alpha: float = 0.01
+    host_threshold: float = 0.5
     baseline_dir: Path = Path("baselines")
     profile: bool = False
     artifacts: Path = Path(".kernelperf")

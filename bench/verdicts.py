@@ -1,0 +1,177 @@
+"""False alarms and detection power of kernel_bench's verdicts, across separate processes.
+
+One process records baselines of the Triton GELU at a small and a large size, written and read back
+through the real baseline files. Then COMPARISONS other processes, one after another, each measure
+the unchanged kernel (A/A) and slowed-down variants (3%, 5% and 10% more elements, kept a multiple
+of 16 so that Triton's alignment specialisation stays the same) and judge each against the stored
+baseline, as `pytest --kernelperf` would, at thresholds of 3% and 5%.
+
+The slowdown a variant really causes is measured too (its median over the unchanged kernel's, in
+the same process): at small sizes time is not proportional to elements (waves of blocks), so the
+detection rate is reported against that real slowdown.
+
+    python bench/verdicts.py [--comparisons 40] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SIZES = {"small": 1 << 20, "large": 1 << 26}
+SLOWDOWNS = {"A/A": 0.0, "+3%": 0.03, "+5%": 0.05, "+10%": 0.10}
+THRESHOLDS = (0.03, 0.05)
+
+
+def elements(size: str, slowdown: float) -> int:
+    return round(SIZES[size] * (1 + slowdown) / 16) * 16
+
+
+def measure(size: str, slowdown: float) -> Any:
+    import torch
+
+    from example_kernels.gelu import triton_gelu
+    from pytest_kernelperf.device import fingerprint
+    from pytest_kernelperf.settings import Settings
+    from pytest_kernelperf.timing import AutoTimer, Target
+
+    x = torch.randn(elements(size, slowdown), device="cuda")
+    return (
+        AutoTimer()
+        .measure(Target(lambda: triton_gelu(x), fingerprint("cuda")), Settings().plan())
+        .device_time
+    )
+
+
+def child_baseline(store: Path) -> None:
+    from pytest_kernelperf import baselines
+    from pytest_kernelperf.bench import _record_of
+
+    entries = {}
+    for size in SIZES:
+        metric = measure(size, 0.0)
+        key = baselines.EntryKey(f"gelu_{size}", "gpu", "hot")
+        entries[key] = baselines.as_stored(
+            baselines.BaselineEntry(device_time=_record_of(metric), recorded="-", environment={})
+        )
+    baselines.write_atomic(store, baselines.dump(entries))
+
+
+def child_compare(store: Path, result: Path) -> None:
+    from pytest_kernelperf import baselines
+    from pytest_kernelperf.compare import compare
+
+    stored = baselines.read(store)
+    rows = []
+    for size in SIZES:
+        base = stored[baselines.EntryKey(f"gelu_{size}", "gpu", "hot")].device_time
+        unchanged = None
+        for label, slowdown in SLOWDOWNS.items():
+            metric = measure(size, slowdown)
+            median = metric.summary.median_ms
+            unchanged = median if slowdown == 0 else unchanged
+            verdicts = {
+                str(t): str(compare(metric.samples_ms, base.quantiles_ms, threshold=t, alpha=0.01).verdict)
+                for t in THRESHOLDS
+            }
+            rows.append(
+                {
+                    "size": size,
+                    "variant": label,
+                    "median_ms": median,
+                    "ratio_to_baseline": median / base.median_ms,
+                    "real_slowdown": median / unchanged - 1 if unchanged else 0.0,
+                    "verdicts": verdicts,
+                }
+            )
+    result.write_text(json.dumps(rows))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--comparisons", type=int, default=40)
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out")))
+    parser.add_argument("--child", choices=["baseline", "compare"])
+    parser.add_argument("--store", type=Path)
+    parser.add_argument("--result", type=Path)
+    args = parser.parse_args()
+    if args.child == "baseline":
+        child_baseline(args.store)
+        return
+    if args.child == "compare":
+        child_compare(args.store, args.result)
+        return
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    began = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "baseline.yaml"
+        script = [sys.executable, __file__]
+        subprocess.run([*script, "--child", "baseline", "--store", str(store)], check=True, env=env)
+        rows: list[dict[str, Any]] = []
+        for i in range(args.comparisons):
+            result = Path(tmp) / f"r{i}.json"
+            subprocess.run(
+                [*script, "--child", "compare", "--store", str(store), "--result", str(result)],
+                check=True,
+                env=env,
+            )
+            for row in json.loads(result.read_text()):
+                rows.append({**row, "process": i})
+            print(f"process {i + 1}/{args.comparisons} done ({time.time() - began:.0f} s)", flush=True)
+    from pytest_kernelperf.device import fingerprint
+
+    device = fingerprint("cuda")
+    meta = {
+        "device": device.name,
+        "environment": device.environment,
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "comparisons": args.comparisons,
+        "wall_s": round(time.time() - began),
+    }
+    (args.out / "verdicts.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    table = render(rows, meta)
+    (args.out / "verdicts.md").write_text(table)
+    print(table)
+
+
+def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    env = meta["environment"]
+    lines = [
+        f"Verdicts on {meta['device']} (torch {env.get('torch')}, triton {env.get('triton')}, driver "
+        f"{env.get('driver')}), {meta['date']}: one baseline process, {meta['comparisons']} comparison "
+        f"processes, Triton GELU, kernel_bench defaults (alpha 0.01).",
+        "",
+        "| size | variant | real slowdown (median, min-max) | 'slower' at 3% threshold | at 5% |",
+        "|---|---|---|---|---|",
+    ]
+    for size, count in SIZES.items():
+        for variant in SLOWDOWNS:
+            subset = [r for r in rows if r["size"] == size and r["variant"] == variant]
+            real = [r["real_slowdown"] * 100 for r in subset]
+            counts = [sum(r["verdicts"][str(t)] == "slower" for r in subset) for t in THRESHOLDS]
+            lines.append(
+                f"| {size} (2^{count.bit_length() - 1}) | {variant} | {statistics.median(real):+.2f}% "
+                f"({min(real):+.2f}% to {max(real):+.2f}%) | "
+                + " | ".join(f"{c}/{len(subset)}" for c in counts)
+                + " |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
