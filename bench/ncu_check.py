@@ -14,7 +14,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from example_kernels.gelu import triton_gelu  # noqa: E402
+from example_kernels.gelu import triton_gelu
 
 for log2 in (16, 20, 24, 28):
     x = torch.randn(1 << log2, device="cuda")

@@ -10,12 +10,19 @@ The slowdown a variant really causes is measured too (its median over the unchan
 the same process): at small sizes time is not proportional to elements (waves of blocks), so the
 detection rate is reported against that real slowdown.
 
-    python bench/verdicts.py [--comparisons 40] [--out DIR]
+    python bench/verdicts.py [--comparisons 40] [--jobs 4] [--out DIR]
+
+Process start-up (importing torch, creating the CUDA context, loading CUPTI) takes most of a
+process's life, so JOBS processes start at once, but only one at a time measures: each holds a
+file lock on the GPU from its first timed call to its last. Rows are appended to
+OUT/verdicts.jsonl as processes finish, so an interrupted run keeps what it measured;
+`--render OUT/verdicts.jsonl` prints the table of such a file.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import statistics
@@ -54,10 +61,29 @@ def measure(size: str, slowdown: float) -> Any:
     )
 
 
+def start_up() -> None:
+    """Pay the one-off costs before taking the GPU: CUDA context, CUPTI, Triton compilation."""
+    import torch
+
+    from example_kernels.gelu import triton_gelu
+    from pytest_kernelperf.timing import profile_device_activity
+
+    x = torch.randn(1024, device="cuda")
+    triton_gelu(x)
+    profile_device_activity(lambda: triton_gelu(x), 1)
+
+
+def gpu_lock(store: Path) -> Any:
+    handle = open(store.with_suffix(".lock"), "w")  # noqa: SIM115 - held for the process's measuring
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    return handle
+
+
 def child_baseline(store: Path) -> None:
     from pytest_kernelperf import baselines
     from pytest_kernelperf.bench import _record_of
 
+    start_up()
     entries = {}
     for size in SIZES:
         metric = measure(size, 0.0)
@@ -73,6 +99,8 @@ def child_compare(store: Path, result: Path) -> None:
     from pytest_kernelperf.compare import compare
 
     stored = baselines.read(store)
+    start_up()
+    lock = gpu_lock(store)
     rows = []
     for size in SIZES:
         base = stored[baselines.EntryKey(f"gelu_{size}", "gpu", "hot")].device_time
@@ -95,6 +123,7 @@ def child_compare(store: Path, result: Path) -> None:
                     "verdicts": verdicts,
                 }
             )
+    lock.close()
     result.write_text(json.dumps(rows))
 
 
@@ -103,7 +132,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--comparisons", type=int, default=40)
+    parser.add_argument("--jobs", type=int, default=4, help="processes starting up at once (one measures)")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out")))
+    parser.add_argument("--render", type=Path, help="print the table of a verdicts.jsonl and exit")
     parser.add_argument("--child", choices=["baseline", "compare"])
     parser.add_argument("--store", type=Path)
     parser.add_argument("--result", type=Path)
@@ -114,25 +145,15 @@ def main() -> None:
     if args.child == "compare":
         child_compare(args.store, args.result)
         return
+    if args.render:
+        lines = [json.loads(line) for line in args.render.read_text().splitlines()]
+        print(render([row for line in lines[1:] for row in line["rows"]], lines[0]))
+        return
 
     args.out.mkdir(parents=True, exist_ok=True)
+    log = args.out / "verdicts.jsonl"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     began = time.time()
-    with tempfile.TemporaryDirectory() as tmp:
-        store = Path(tmp) / "baseline.yaml"
-        script = [sys.executable, __file__]
-        subprocess.run([*script, "--child", "baseline", "--store", str(store)], check=True, env=env)
-        rows: list[dict[str, Any]] = []
-        for i in range(args.comparisons):
-            result = Path(tmp) / f"r{i}.json"
-            subprocess.run(
-                [*script, "--child", "compare", "--store", str(store), "--result", str(result)],
-                check=True,
-                env=env,
-            )
-            for row in json.loads(result.read_text()):
-                rows.append({**row, "process": i})
-            print(f"process {i + 1}/{args.comparisons} done ({time.time() - began:.0f} s)", flush=True)
     from pytest_kernelperf.device import fingerprint
 
     device = fingerprint("cuda")
@@ -141,9 +162,31 @@ def main() -> None:
         "environment": device.environment,
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
         "comparisons": args.comparisons,
-        "wall_s": round(time.time() - began),
     }
-    (args.out / "verdicts.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    log.write_text(json.dumps(meta) + "\n")
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "baseline.yaml"
+        script = [sys.executable, __file__]
+        subprocess.run([*script, "--child", "baseline", "--store", str(store)], check=True, env=env)
+        running: list[tuple[int, subprocess.Popen[bytes], Path]] = []
+        pending = list(range(args.comparisons))
+        while pending or running:
+            while pending and len(running) < args.jobs:
+                i = pending.pop(0)
+                result = Path(tmp) / f"r{i}.json"
+                command = [*script, "--child", "compare", "--store", str(store), "--result", str(result)]
+                running.append((i, subprocess.Popen(command, env=env), result))
+            i, process, result = running.pop(0)
+            if process.wait() != 0:
+                print(f"process {i} failed with exit status {process.returncode}", flush=True)
+                continue
+            found = [{**row, "process": i} for row in json.loads(result.read_text())]
+            rows.extend(found)
+            with log.open("a") as handle:
+                handle.write(json.dumps({"process": i, "rows": found}) + "\n")
+            print(f"process {i + 1}/{args.comparisons} done ({time.time() - began:.0f} s)", flush=True)
+    meta["comparisons"] = len({row["process"] for row in rows})
     table = render(rows, meta)
     (args.out / "verdicts.md").write_text(table)
     print(table)
