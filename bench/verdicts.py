@@ -199,17 +199,20 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         f"{env.get('driver')}), {meta['date']}: one baseline process, {meta['comparisons']} comparison "
         f"processes, Triton GELU, kernel_bench defaults (alpha 0.01).",
         "",
-        "| size | variant | real slowdown (median, min-max) | 'slower' at 3% threshold | at 5% |",
-        "|---|---|---|---|---|",
+        "| size | variant | real slowdown (median, min-max) | median / baseline (min-max) "
+        "| 'slower' at 3% threshold | at 5% |",
+        "|---|---|---|---|---|---|",
     ]
     for size, count in SIZES.items():
         for variant in SLOWDOWNS:
             subset = [r for r in rows if r["size"] == size and r["variant"] == variant]
             real = [r["real_slowdown"] * 100 for r in subset]
+            ratio = [r["ratio_to_baseline"] for r in subset]
             counts = [sum(r["verdicts"][str(t)] == "slower" for r in subset) for t in THRESHOLDS]
             lines.append(
                 f"| {size} (2^{count.bit_length() - 1}) | {variant} | {statistics.median(real):+.2f}% "
                 f"({min(real):+.2f}% to {max(real):+.2f}%) | "
+                f"{statistics.median(ratio):.4f} ({min(ratio):.4f}-{max(ratio):.4f}) | "
                 + " | ".join(f"{c}/{len(subset)}" for c in counts)
                 + " |"
             )
