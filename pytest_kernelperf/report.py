@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from .baselines import FileUpdate
 from .compare import Verdict
+from .explain import artifact_line
 from .results import BenchResult
 
 _PARAMS = re.compile(r"\[(?P<param>.*)\]$")
@@ -102,4 +103,14 @@ def update_lines(updates: Sequence[FileUpdate]) -> list[str]:
         if update.replaced_unreadable:
             text += f" (replaced an unreadable file: {update.replaced_unreadable})"
         lines.append(text)
+    return lines
+
+
+def artifact_lines(results: Sequence[BenchResult]) -> list[str]:
+    """Where each profiled call's artefacts are (table, trace, stacks, generated code)."""
+    lines = []
+    for result in results:
+        line = artifact_line(result.artifacts)
+        if line is not None:
+            lines.append(f"{result.label}: {line.removeprefix('profile: ')}")
     return lines
