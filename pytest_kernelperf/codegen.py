@@ -206,7 +206,9 @@ def live_compiled_kernels() -> list[Any]:
     types = _compiled_kernel_types()
     if not types:
         return []
-    return [obj for obj in gc.get_objects() if isinstance(obj, types)]
+    # type(), not isinstance(): isinstance consults __class__, which some lazy objects of torch's
+    # answer with a deprecation warning.
+    return [obj for obj in gc.get_objects() if issubclass(type(obj), types)]
 
 
 def _ptx_of(kernel: Any, name: str) -> str | None:

@@ -171,7 +171,9 @@ def _ms(value: float) -> str:
 
 
 def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
+    if count == 1:
+        return f"1 {word}"
+    return f"{count} {word}{'es' if word.endswith(('s', 'sh', 'ch')) else 's'}"
 
 
 def _change(old: float, new: float) -> str:
