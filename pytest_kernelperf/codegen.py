@@ -40,7 +40,11 @@ HASH_CHARS = 12
 # Shared objects bigger than this are libraries (cuDNN, flash-attention builds), not the kernel
 # under test, and cuobjdump would take minutes on them.
 MAX_BINARY_BYTES = 256 * 1024 * 1024
-_NOT_USER_CODE = re.compile(r"/(torch|triton|nvidia|cuda[^/]*|jaxlib|cupy[^/]*)/|/libcuda\.so|/libnv|/libcu")
+_NOT_USER_CODE = re.compile(
+    r"/(site|dist)-packages/(torch|triton|nvidia|jaxlib|cupy\w*|tensorrt\w*)/"
+    r"|/cuda[^/]*/(lib|lib64|targets)/"
+    r"|/lib(cuda|cudart|cublas|cudnn|cufft|curand|cusparse|cusolver|nccl|nv)[\w.-]*\.so"
+)
 _SUBPROCESS_TIMEOUT_S = 120
 
 

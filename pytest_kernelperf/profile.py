@@ -105,13 +105,18 @@ def capture(request: ProfileRequest) -> CallProfile:
 
 
 def device_events(prof: object) -> list[DeviceEvent]:
-    """Kernels, memcpys and memsets the device ran, from a finished torch.profiler run."""
+    """Kernels, memcpys and memsets the device ran, from a finished torch.profiler run.
+
+    GPU user annotations (record_function ranges mirrored on the device timeline, such as
+    torch.compile's "## Call CompiledFxGraph <hash> ##") span kernels rather than being one, and are
+    left out, as torch's own device-time totals leave them out.
+    """
     from torch.autograd import DeviceType  # type: ignore[attr-defined]
 
     return [
         DeviceEvent(str(event.name), float(event.time_range.elapsed_us()))
         for event in prof.events()  # type: ignore[attr-defined]
-        if event.device_type == DeviceType.CUDA
+        if event.device_type == DeviceType.CUDA and not getattr(event, "is_user_annotation", False)
     ]
 
 
