@@ -190,13 +190,13 @@ class KernelBench:
         for a slower or unreliable verdict (to explain it), and for the kernel inventory of an update."""
         settings = self.settings
         explain = not settings.update and verdict in (Verdict.SLOWER, Verdict.UNRELIABLE)
-        artefacts = settings.profile or explain
-        if self._hooks.profile is None or not (artefacts or settings.update):
+        write_files = settings.profile or explain
+        if self._hooks.profile is None or not (write_files or settings.update):
             return None
         request = ProfileRequest(
             call=call,
             device=device,
-            folder=artifact_folder(settings.artifacts, self.nodeid, name) if artefacts else None,
+            folder=artifact_folder(settings.artifacts, self.nodeid, name) if write_files else None,
             with_stack=settings.profile_stack,
             fn=fn,
             label=self.nodeid if name is None else f"{self.nodeid} [{name}]",

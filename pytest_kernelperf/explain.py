@@ -6,27 +6,16 @@ profile and environment, and where the profile's artefacts lie.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from . import envdiff, inventory
 from .baselines import BaselineEntry
 from .inventory import KernelRecord
 from .profile import CallProfile
+from .report import artifact_line
 
 INDENT = "  "
 UPDATE_FLAG = "--kernelperf-update-baselines"
-
-
-def display_path(path: Path | str) -> str:
-    """`path` relative to the working directory when it lies below it (shorter messages)."""
-    text = str(path)
-    try:
-        relative = os.path.relpath(text)
-    except ValueError:  # another drive on Windows
-        return text
-    return text if relative.startswith("..") else relative
 
 
 def _top(kernels: Sequence[KernelRecord], count: int = 3) -> str:
@@ -55,21 +44,6 @@ def kernel_lines(baseline: tuple[KernelRecord, ...] | None, profiled: CallProfil
     return lines
 
 
-def artifact_line(artifacts: Sequence[str | Path]) -> str | None:
-    """`profile: <folder> (file, file, code/...)` for the files of one call's profile."""
-    if not artifacts:
-        return None
-    paths = [Path(p) for p in artifacts]
-    folder = Path(os.path.commonpath([str(p.parent) for p in paths]))
-    names: list[str] = []
-    for path in paths:
-        relative = path.relative_to(folder).as_posix()
-        top = relative.split("/", 1)[0] + "/" if "/" in relative else relative
-        if top not in names:
-            names.append(top)
-    return f"profile: {display_path(folder)} ({', '.join(names)})"
-
-
 def regression_details(
     baseline: BaselineEntry, environment: Mapping[str, str], profiled: CallProfile | None
 ) -> list[str]:
@@ -79,7 +53,7 @@ def regression_details(
     if profiled is not None:
         line = artifact_line(profiled.artifacts)
         if line:
-            lines.append(line)
-        shown = {n for line in lines for n in profiled.notes if n in line}
-        lines.extend(f"note: {n}" for n in profiled.notes if n not in shown and n != "")
+            lines.append(f"profile: {line}")
+        # A note already on a line (the reason nothing was profiled) is not repeated.
+        lines.extend(f"note: {n}" for n in profiled.notes if not any(n in line for line in lines))
     return lines
