@@ -239,7 +239,10 @@ def _cache_folders(kernel: Any) -> Iterator[Path]:
         from torch._inductor.runtime.cache_dir_utils import triton_cache_dir
         from torch._inductor.runtime.runtime_utils import triton_hash_to_path_key
 
-        yield Path(triton_cache_dir(0)) / triton_hash_to_path_key(digest)
+        key = triton_hash_to_path_key(digest)
+        # Inductor keeps one cache folder per device index (`.../triton/<index>/<key>`).
+        yield Path(triton_cache_dir(0)) / key
+        yield from Path(triton_cache_dir(0)).parent.glob(f"*/{key}")
     with contextlib.suppress(Exception):
         from triton.runtime.cache import get_cache_manager
 

@@ -305,3 +305,32 @@ def test_extension_sass_found_in_a_loaded_binary_and_hash_follows_the_math(tmp_p
     changed = codegen.extension_code([name], arch="sm_90", binaries=[double]).codes[name]
     assert changed.hash != found.hash
     assert "DFMA" in changed.texts["sass"] or "DMUL" in changed.texts["sass"]  # float64 math now
+
+
+def test_launch_hook_records_function_handles_and_is_removed_after() -> None:
+    knobs = pytest.importorskip("triton").knobs
+    chain = knobs.runtime.launch_enter_hook
+    before = list(chain.calls)
+
+    class Metadata:  # what Triton's launcher passes: a LazyDict whose data has name and function
+        def __init__(self) -> None:
+            self.data = {"name": "scale_kernel", "function": 0xBEEF, "stream": 0}
+
+    with codegen.triton_launches() as launched:
+        chain(Metadata())
+    assert launched == {"scale_kernel": {0xBEEF}}
+    assert chain.calls == before
+
+
+def test_statically_launched_kernels_get_their_ptx_from_the_cache_folder(tmp_path: Path) -> None:
+    """torch.compile's static launcher keeps no asm, only where its cubin lies in Triton's cache."""
+    (tmp_path / "triton_poi_fused_add_0.ptx").write_text(PTX)
+
+    class StaticKernel:
+        name = "triton_poi_fused_add_0"
+        hash = "not-in-any-cache"
+        cubin_path = str(tmp_path / "triton_poi_fused_add_0.cubin")
+
+    code = codegen.triton_code(["triton_poi_fused_add_0"], {}, kernels=[StaticKernel()]).codes
+    assert code["triton_poi_fused_add_0"].hash == codegen.ptx_hash(PTX)
+    assert set(code["triton_poi_fused_add_0"].texts) == {"ptx"}
