@@ -23,7 +23,8 @@ def test_four_times_slower_fails_with_regression(project: Project) -> None:
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*performance regression in test_kernels.py::test_kernel*median 3.99* ms vs baseline * ms (+3*%, threshold 5%)*",
+            "*performance regression in test_kernels.py::test_kernel*median 3.99* ms vs baseline * ms "
+            "(+3*%, threshold 5%)*",
             "*evidence: one-sided Mann-Whitney U: p=*(alpha=0.01)*",
             "*baselines*test_kernels.yaml*",
             "*pytest --kernelperf-update-baselines*",
@@ -59,7 +60,9 @@ def test_wrong_answer_fails_with_mismatch_without_any_flag(project: Project) -> 
     project.module()
     result = project.run(scale=1.01)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*mismatch in output: * of 64 elements * differ*max abs error*max rel error 0.01*"])
+    result.stdout.fnmatch_lines(
+        ["*mismatch in output: * of 64 elements * differ*max abs error*max rel error 0.01*"]
+    )
     assert not project.baseline_file.exists()
 
 
