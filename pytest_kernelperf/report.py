@@ -6,9 +6,11 @@ or one parametrized test) reads as one table, like the lecture's "Method | Time 
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from .baselines import FileUpdate
 from .compare import Verdict
@@ -103,3 +105,38 @@ def update_lines(updates: Sequence[FileUpdate]) -> list[str]:
             text += f" (replaced an unreadable file: {update.replaced_unreadable})"
         lines.append(text)
     return lines
+
+
+def artifact_lines(results: Sequence[BenchResult]) -> list[str]:
+    """Where each profiled call's artefacts are (table, trace, stacks, generated code)."""
+    lines = []
+    for result in results:
+        line = artifact_line(result.artifacts)
+        if line is not None:
+            lines.append(f"{result.label}: {line}")
+    return lines
+
+
+def display_path(path: Path | str) -> str:
+    """`path` relative to the working directory when it lies below it (shorter messages)."""
+    text = str(path)
+    try:
+        relative = os.path.relpath(text)
+    except ValueError:  # another drive on Windows
+        return text
+    return text if relative.startswith("..") else relative
+
+
+def artifact_line(artifacts: Sequence[str | Path]) -> str | None:
+    """`<folder> (file, file, code/...)` for the files of one call's profile."""
+    if not artifacts:
+        return None
+    paths = [Path(p) for p in artifacts]
+    folder = Path(os.path.commonpath([str(p.parent) for p in paths]))
+    names: list[str] = []
+    for path in paths:
+        relative = path.relative_to(folder).as_posix()
+        top = relative.split("/", 1)[0] + "/" if "/" in relative else relative
+        if top not in names:
+            names.append(top)
+    return f"{display_path(folder)} ({', '.join(names)})"

@@ -120,7 +120,13 @@ OPTIONS: tuple[Option, ...] = (
         marker=True,
     ),
     Option("baseline_dir", "folder of the YAML baselines; default 'baselines' under the rootdir", _path),
-    Option("profile", "capture a torch.profiler table and Chrome trace per timed call", _bool, flag=True),
+    Option(
+        "profile",
+        "capture a torch.profiler table, Chrome trace and kernel inventory per timed call (slower and "
+        "unreliable calls are always profiled)",
+        _bool,
+        flag=True,
+    ),
     Option(
         "artifacts", "folder for profiles and other artefacts; default '.kernelperf' under the rootdir", _path
     ),
@@ -147,6 +153,13 @@ OPTIONS: tuple[Option, ...] = (
         marker=True,
     ),
     Option("warmup", "least seconds of warm-up after the first call; default 0.025", _seconds, marker=True),
+    Option(
+        "profile_stack",
+        "also write folded stacks (export_stacks, for a flame graph) with each profile; costs one more "
+        "profiled run",
+        _bool,
+        flag=True,
+    ),
 )
 _BY_FIELD = {option.field: option for option in OPTIONS}
 MARKER_KEYS = tuple(option.field for option in OPTIONS if option.marker)
@@ -170,6 +183,7 @@ class Settings:
     max_time: float = 0.4
     target_ci: float = 0.005
     warmup: float = 0.025
+    profile_stack: bool = False
 
     def plan(self, prefer_method: str | None = None) -> SamplingPlan:
         return SamplingPlan(

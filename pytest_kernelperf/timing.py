@@ -384,7 +384,6 @@ def profile_device_activity(
 ) -> list[float]:
     """Durations in microseconds of the device activities of `calls` calls, in launch order."""
     import torch
-    from torch.autograd import DeviceType  # type: ignore[attr-defined]
     from torch.profiler import ProfilerActivity, profile
 
     torch.cuda.synchronize()
@@ -401,10 +400,22 @@ def profile_device_activity(
     activity = [
         (event.time_range.start, event.time_range.elapsed_us())
         for event in events
-        if event.device_type == DeviceType.CUDA
+        if is_device_activity(event)
     ]
     activity.sort()
     return [float(duration) for _, duration in activity]
+
+
+def is_device_activity(event: Any) -> bool:
+    """A kernel, memcpy or memset the device ran, from torch.profiler's events.
+
+    GPU user annotations (record_function ranges mirrored on the device timeline, such as
+    torch.compile's "## Call CompiledFxGraph <hash> ##") span kernels rather than being one: summed
+    with them, a compiled function's device time would count its kernels twice.
+    """
+    from torch.autograd import DeviceType  # type: ignore[attr-defined]
+
+    return bool(event.device_type == DeviceType.CUDA and not getattr(event, "is_user_annotation", False))
 
 
 class AutoTimer:
