@@ -19,16 +19,24 @@ Layout::
             host_latency: {...}   # CUDA only
             kernels:              # optional: the device kernels of one call, sorted by name
             - {launches: 1, ms: 0.508, name: triton_gelu_kernel, share: 1.0, code: 3f2a9c01b7de}
+    end: true                     # written last: a file cut short lacks it
+
+A prefix of a valid YAML file is usually valid YAML, and every entry of a cut file but the last is
+whole: without the `end` line, a truncated file (an interrupted copy, a bad merge) would read as a
+smaller file, its lost entries as "new". With it, every truncation is an error.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import glob
+import hashlib
 import math
 import os
 import re
-import tempfile
-from collections.abc import Iterator, Mapping
+import stat
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -49,7 +57,11 @@ CACHE_MODES = ("hot", "cold")
 # Built-in methods are wall-clock, cuda-event, cuda-graph and cupti; a timer plugin may name its own.
 _METHOD = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 _CODE_HASH = re.compile(r"^[0-9a-f]{8,64}$")
-_CONFLICT_MARKER = re.compile(r"^(<<<<<<<|>>>>>>>|=======)( |$)", re.MULTILINE)
+# git's markers, diff3's base marker included; `\r?` so that a CRLF file is caught as well.
+_CONFLICT_MARKER = re.compile(r"^(<<<<<<<|>>>>>>>|=======|\|\|\|\|\|\|\|)( |\r?$)", re.MULTILINE)
+# A baseline file nests five levels deep; a file nesting far deeper is hostile, and the composer
+# recurses per level (pure Python: RecursionError near 1000).
+MAX_DEPTH = 16
 
 
 class BaselineError(Exception):
@@ -101,13 +113,35 @@ class _Mapping(dict[Any, Any]):
 class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that refuses what a baseline file never needs and an attacker might use."""
 
+    _depth = 0
+
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()  # type: ignore[no-untyped-call]
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
             raise yaml.constructor.ConstructorError(
                 None, None, "anchors and aliases are not allowed in baseline files", event.start_mark
             )
-        return super().compose_node(parent, index)
+        if self._depth >= MAX_DEPTH:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"nested more than {MAX_DEPTH} levels deep", event.start_mark
+            )
+        self._depth += 1
+        try:
+            return yaml.composer.Composer.compose_node(self, parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except yaml.YAMLError:
+            raise
+        except (ValueError, TypeError, OverflowError) as exc:
+            # PyYAML's own constructors raise these for values its resolver accepted: a date such
+            # as 2026-02-30, an integer of more than 4300 digits. Give them the node's line.
+            raise yaml.constructor.ConstructorError(
+                None, None, f"bad value: {exc}", node.start_mark
+            ) from None
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         if not isinstance(node, yaml.MappingNode):
@@ -141,7 +175,42 @@ class _StrictLoader(yaml.SafeLoader):
 _StrictLoader.add_constructor("tag:yaml.org,2002:map", _StrictLoader.construct_mapping)
 
 
-def parse(text: str, path: Path) -> dict[EntryKey, BaselineEntry]:
+def _fast_loader() -> type[_StrictLoader] | None:
+    """The same loader reading its events from libyaml's C parser, when PyYAML has it.
+
+    Only scanning and parsing move to C; composing (with the anchor and depth checks above) and
+    constructing stay the Python code of _StrictLoader. About five times faster, which matters for
+    files of hundreds of kernels.
+    """
+    try:
+        from yaml.cyaml import CParser as parser  # type: ignore[attr-defined]  # absent when PyYAML was built without libyaml
+    except ImportError:
+        return None
+
+    class _FastStrictLoader(parser, _StrictLoader):  # type: ignore[misc, valid-type]
+        def __init__(self, stream: str) -> None:
+            parser.__init__(self, stream)
+            yaml.composer.Composer.__init__(self)
+            yaml.constructor.SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+
+        # The C parser also has its own composer, which would skip the checks: use Python's.
+        get_single_node = yaml.composer.Composer.get_single_node
+        compose_document = yaml.composer.Composer.compose_document
+        compose_scalar_node = yaml.composer.Composer.compose_scalar_node
+        compose_sequence_node = yaml.composer.Composer.compose_sequence_node
+        compose_mapping_node = yaml.composer.Composer.compose_mapping_node
+        compose_node = _StrictLoader.compose_node
+        check_node = yaml.composer.Composer.check_node
+        get_node = yaml.composer.Composer.get_node
+
+    return _FastStrictLoader
+
+
+_LOADER: type[_StrictLoader] = _fast_loader() or _StrictLoader
+
+
+def parse(text: str, path: Path, loader: type[_StrictLoader] | None = None) -> dict[EntryKey, BaselineEntry]:
     """Parse and validate a baseline file's text; BaselineError names the file and line."""
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -151,13 +220,20 @@ def parse(text: str, path: Path) -> dict[EntryKey, BaselineEntry]:
             path, "unresolved merge conflict markers", 1 + text.count("\n", 0, conflict.start())
         )
     try:
-        data = yaml.load(text, Loader=_StrictLoader)
+        data = yaml.load(text, Loader=loader or _LOADER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         raise BaselineError(path, f"not valid YAML: {exc.problem or exc}", line) from None
+    except yaml.reader.ReaderError as exc:  # a control character, or bytes that are not text
+        line = text.count("\n", 0, exc.position) + 1
+        char = exc.character
+        shown = f"U+{char:04X}" if isinstance(char, int) else repr(char)
+        raise BaselineError(path, f"not valid YAML: {exc.reason} ({shown})", line) from None
     except yaml.YAMLError as exc:
         raise BaselineError(path, f"not valid YAML: {exc}") from None
+    except RecursionError:  # the depth check should stop it first; never let it escape
+        raise BaselineError(path, "nested too deeply to be a baseline file") from None
     return _validate(data, path)
 
 
@@ -166,16 +242,25 @@ def _validate(data: Any, path: Path) -> dict[EntryKey, BaselineEntry]:
         raise BaselineError(
             path, "expected a mapping with schema_version and entries (empty or truncated file?)"
         )
-    _only_keys(data, {"schema_version", "entries"}, path, "the top level")
+    _only_keys(data, {"schema_version", "entries", "end"}, path, "the top level")
     version = data.get("schema_version")
     if version is None:
         raise BaselineError(path, "missing schema_version", data.line)
-    if version != SCHEMA_VERSION or isinstance(version, bool):
+    if type(version) is not int or version != SCHEMA_VERSION:  # not True, not 1.0
         raise BaselineError(
             path,
             f"unknown schema_version {version!r} (this pytest-kernelperf reads {SCHEMA_VERSION})",
             data.key_lines["schema_version"],
         )
+    if "end" not in data:
+        raise BaselineError(
+            path,
+            "missing its last line `end: true`: the file was cut short (an interrupted copy or "
+            "download, or a bad merge?)",
+            _last_line(data),
+        )
+    if data["end"] is not True:
+        raise BaselineError(path, f"end must be true, got {data['end']!r}", data.key_lines["end"])
     if "entries" not in data:
         raise BaselineError(path, "missing entries (truncated file?)", data.line)
     entries = data["entries"]
@@ -198,6 +283,15 @@ def _validate(data: Any, path: Path) -> dict[EntryKey, BaselineEntry]:
                     record, path, line, f"{test} / {device} / {cache}"
                 )
     return out
+
+
+def _last_line(data: _Mapping) -> int:
+    """The line of the last key in the file: where a cut-short file stops."""
+    last = max(data.key_lines.values(), default=data.line)
+    for value in data.values():
+        if isinstance(value, _Mapping):
+            last = max(last, _last_line(value))
+    return last
 
 
 def _entry(value: Any, path: Path, line: int, where: str) -> BaselineEntry:
@@ -340,19 +434,32 @@ def _only_keys(mapping: _Mapping, allowed: set[str], path: Path, where: str) -> 
 def read(path: Path) -> dict[EntryKey, BaselineEntry]:
     """Entries of one baseline file; {} when the file does not exist."""
     try:
-        size = path.stat().st_size
+        info = path.lstat()
     except FileNotFoundError:
         return {}
-    if size > MAX_FILE_BYTES:
-        raise BaselineError(path, f"file is {size} bytes, over the {MAX_FILE_BYTES}-byte cap")
-    try:
-        raw = path.read_bytes()
     except OSError as exc:
         raise BaselineError(path, f"cannot be read: {exc.strerror}") from None
+    # A symlink in a pull request could point anywhere (a secret, /dev/zero); a FIFO would block.
+    if stat.S_ISLNK(info.st_mode):
+        raise BaselineError(path, "is a symbolic link; baseline files must be regular files")
+    if not stat.S_ISREG(info.st_mode):
+        raise BaselineError(path, "is not a regular file")
+    if info.st_size > MAX_FILE_BYTES:
+        raise BaselineError(path, f"file is {info.st_size} bytes, over the {MAX_FILE_BYTES}-byte cap")
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)  # the file may have grown since lstat
+    except OSError as exc:
+        raise BaselineError(path, f"cannot be read: {exc.strerror}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise BaselineError(path, f"file is over the {MAX_FILE_BYTES}-byte cap")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise BaselineError(path, f"not UTF-8 text (byte {exc.start})") from None
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise BaselineError(
+            path, f"not UTF-8 text (byte {exc.start}: {raw[exc.start : exc.start + 1]!r})", line
+        ) from None
     return parse(text, path)
 
 
@@ -460,24 +567,116 @@ def dump(entries: Mapping[EntryKey, BaselineEntry]) -> str:
         allow_unicode=False,  # non-ASCII test ids are escaped: the file stays plain ASCII
         width=4096,  # a long list on one line diffs as one changed line
     )
-    return f"{HEADER}schema_version: {SCHEMA_VERSION}\n{body}"
+    return f"{HEADER}schema_version: {SCHEMA_VERSION}\n{body}end: true\n"
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text` all at once: readers see the old file or the new, never half."""
+    """Replace `path` with `text` all at once: readers see the old file or the new, never half.
+
+    The new text goes to a temporary file in the same folder, which is then renamed over the old
+    one. Where the system allows it (Linux O_TMPFILE, and linkat through /proc), the temporary
+    file has no name until it is complete, so a process killed while writing (SIGKILL, power loss)
+    leaves nothing behind. Elsewhere it is named `.<name>.<random>.<pid>.tmp`: removed on any
+    exception, Ctrl-C included, and, when its writer was killed, by the next write to the folder.
+    Raises OSError naming the path where the folder cannot be written.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=f".{os.getpid()}.tmp")
+    _remove_stale_temporaries(path)
+    data = text.encode("utf-8")
+    tmp = path.parent / f".{path.name}.{os.urandom(4).hex()}.{os.getpid()}.tmp"
+    if not _write_unnamed(path.parent, tmp, data):
+        handle = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+        try:
+            _write_all(handle, data)
+        except BaseException:
+            os.close(handle)
+            _unlink(tmp)
+            raise
+        os.close(handle)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:  # also KeyboardInterrupt: never leave the temporary file behind
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        _unlink(tmp)
         raise
     _fsync_dir(path.parent)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
+
+
+# File systems (by st_dev) where an unnamed file cannot be given a name: don't try again.
+_NO_UNNAMED: set[int] = set()
+
+
+def _write_unnamed(folder: Path, name: Path, data: bytes) -> bool:
+    """Write `data` to an unnamed file in `folder` and name it `name`; False where unsupported."""
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is None or not Path("/proc/self/fd").is_dir():
+        return False
+    device = folder.stat().st_dev
+    if device in _NO_UNNAMED:
+        return False
+    try:
+        fd = os.open(folder, flag | os.O_WRONLY, 0o666)  # the umask applies, as to any new file
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EROFS, errno.ENOSPC):
+            raise  # a real problem of the folder, which a named file would meet as well
+        _NO_UNNAMED.add(device)
+        return False
+    try:
+        _write_all(fd, data)
+        # The file gets a name only now, complete; a kill in the instant before the rename leaves
+        # it for _remove_stale_temporaries.
+        os.link(f"/proc/self/fd/{fd}", name, follow_symlinks=True)
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EROFS, errno.ENOSPC):
+            raise
+        _NO_UNNAMED.add(device)  # e.g. EXDEV in sandboxes whose /proc links cannot be followed
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def _unlink(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+_TEMPORARY = re.compile(r"^\.(?P<name>.+)\.[^.]+\.(?P<pid>[0-9]+)\.tmp$")
+
+
+def _remove_stale_temporaries(path: Path) -> list[Path]:
+    """Remove temporary files of `path` left by writers that no longer run (killed mid-update)."""
+    removed: list[Path] = []
+    try:
+        candidates = list(path.parent.glob(f".{glob.escape(path.name)}.*.tmp"))
+    except OSError:
+        return removed
+    for candidate in candidates:
+        match = _TEMPORARY.match(candidate.name)
+        if not match or match["name"] != path.name:
+            continue
+        pid = int(match["pid"])
+        if pid == os.getpid() or _running(pid):
+            continue
+        _unlink(candidate)
+        removed.append(candidate)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -503,18 +702,24 @@ def file_for(baseline_dir: Path, module: str) -> Path:
 
     The module path comes from the test's node id, which a conftest or a test outside the rootdir can
     make odd (`..`, absolute, characters a file system refuses): every part is made safe, so the
-    result always lies inside `baseline_dir`.
+    result always lies inside `baseline_dir`. A part that had to change gets a short hash of its
+    original spelling, so that two modules never share a file (`test_é.py` and `test_ü.py`).
     """
+    # An absolute path (a test outside the rootdir) keeps its "/" as a part: /abs/t.py != abs/t.py.
+    given = [p for p in PurePosixPath(module.replace("\\", "/")).parts if p not in ("", ".")]
     parts = []
-    for part in PurePosixPath(module.replace("\\", "/")).parts:
-        if part in ("", "/", ".", ".."):
-            parts.append("_up" if part == ".." else "")
-            continue
-        parts.append(_UNSAFE.sub("_", part))
-    safe = [p for p in parts if p] or ["_"]
-    stem = safe[-1]
-    safe[-1] = (stem[:-3] if stem.endswith(".py") else stem) + ".yaml"
-    return baseline_dir.joinpath(*safe)
+    for index, part in enumerate(given):
+        last = index == len(given) - 1
+        stem = part[:-3] if last and part.endswith(".py") else part
+        safe = {"..": "_up", "/": "_root"}.get(part) or _UNSAFE.sub("_", stem)
+        if safe != stem or safe.startswith("."):
+            digest = hashlib.sha256(stem.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+            safe = f"{safe.lstrip('.') or '_'}-{digest}"
+        parts.append(safe)
+    if not parts:
+        parts = ["_"]
+    parts[-1] += ".yaml"
+    return baseline_dir.joinpath(*parts)
 
 
 def iter_tests(entries: Mapping[EntryKey, BaselineEntry]) -> Iterator[str]:
@@ -534,6 +739,8 @@ class FileUpdate:
     unchanged: int  # entries re-measured with the same figures
     kept: int  # entries of tests that did not run, left as they were
     replaced_unreadable: str | None = None  # the error of a bad file that the update replaced
+    removed: tuple[EntryKey, ...] = ()  # unused entries pruned on request
+    error: str | None = None  # why the file could not be written (it was left as it was)
 
 
 class BaselineStore:
@@ -571,33 +778,73 @@ class BaselineStore:
     def staged(self) -> dict[Path, dict[EntryKey, BaselineEntry]]:
         return self._staged
 
-    def write(self) -> list[FileUpdate]:
-        """Merge staged entries into their files, atomically; entries of tests that did not run stay."""
+    def write(self, remove: Mapping[Path, Collection[str]] | None = None) -> list[FileUpdate]:
+        """Merge staged entries into their files, atomically; entries of tests that did not run stay.
+
+        `remove` names, per file, test ids whose entries go (unused entries, pruned on request).
+        A file that cannot be written is reported in its FileUpdate's `error`, and the others are
+        still written: each file is replaced whole or not at all.
+        """
+        remove = remove or {}
         updates = []
-        for path in sorted(self._staged):
-            new = self._staged[path]
+        for path in sorted(set(self._staged) | {p for p, tests in remove.items() if tests}):
+            new = self._staged.get(path, {})
             replaced = None
             try:
                 old = read(path)
             except BaselineError as exc:
                 old, replaced = {}, exc.problem
+            gone = set(remove.get(path, ()))
+            removed = tuple(sorted((k for k in old if k.test in gone and k not in new), key=_order))
+            kept_old = {k: v for k, v in old.items() if k not in removed}
             # A re-measurement with the same figures keeps its old date: no diff without a change.
             same = {k for k in new if k in old and replace(old[k], recorded=new[k].recorded) == new[k]}
-            merged = {**old, **{k: v for k, v in new.items() if k not in same}}
+            merged = {**kept_old, **{k: v for k, v in new.items() if k not in same}}
             added = tuple(sorted((k for k in new if k not in old), key=_order))
             changed = tuple(sorted((k for k in new if k in old and k not in same), key=_order))
-            write_atomic(path, dump(merged))
+            error = None
+            try:
+                _write_if_changed(path, dump(merged))
+            except OSError as exc:
+                error = _describe_os_error(exc, path)
             updates.append(
                 FileUpdate(
                     path,
                     added,
                     changed,
                     unchanged=len(same),
-                    kept=len(set(old) - set(new)),
+                    kept=len(set(kept_old) - set(new)),
                     replaced_unreadable=replaced,
+                    removed=removed,
+                    error=error,
                 )
             )
         return updates
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    """Write unless the file already holds exactly `text` (no new mtime, no write permission needed)."""
+    try:
+        if path.read_bytes() == text.encode("utf-8"):
+            return
+    except OSError:
+        pass
+    write_atomic(path, text)
+
+
+def _describe_os_error(exc: OSError, path: Path) -> str:
+    reason = exc.strerror or str(exc)
+    where = exc.filename or path
+    read_only = "is the folder read-only? make it writable or choose another with --kernelperf-baseline-dir"
+    hint = {
+        errno.EACCES: read_only,
+        errno.EPERM: read_only,
+        errno.EROFS: "the file system is read-only; choose another folder with --kernelperf-baseline-dir",
+        errno.ENOSPC: "the disk is full",
+        errno.ENOTDIR: "a file stands where a folder should be",
+        errno.EEXIST: "a file stands where a folder should be",
+    }.get(exc.errno or 0, "")
+    return f"{reason}: {where}" + (f" ({hint})" if hint else "") + "; the old file was left as it was"
 
 
 def _order(key: EntryKey) -> tuple[str, str, str]:

@@ -211,10 +211,11 @@ class KernelBench:
         try:
             return self._store.lookup(path, key)
         except BaselineError as exc:
-            if self.settings.update:
-                self._hooks.warn(f"{exc.path}: {exc.problem}; the update replaces this file")
-                return None
-            self._hooks.fail(str(exc))
+            problem = exc
+        if self.settings.update:
+            self._hooks.warn(f"{problem.path}: {problem.problem}; the update replaces this file")
+            return None
+        self._hooks.fail(str(problem))  # outside the except block: no chained traceback
 
     def _judge(
         self,

@@ -157,7 +157,10 @@ def kernel_bench(request: pytest.FixtureRequest) -> Any:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    session.config.stash[SESSION].finish()
+    state = session.config.stash[SESSION]
+    state.finish()
+    if any(update.error for update in state.updates) and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a baseline file could not be written
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -97,10 +97,15 @@ def terminal_lines(results: Sequence[BenchResult]) -> list[str]:
 def update_lines(updates: Sequence[FileUpdate]) -> list[str]:
     lines = []
     for update in updates:
+        if update.error:
+            lines.append(f"{update.path}: NOT written: {update.error}")
+            continue
         text = (
             f"{update.path}: {len(update.added)} added, {len(update.changed)} changed, "
             f"{update.unchanged} unchanged, {update.kept} kept"
         )
+        if update.removed:
+            text += f", {len(update.removed)} unused removed"
         if update.replaced_unreadable:
             text += f" (replaced an unreadable file: {update.replaced_unreadable})"
         lines.append(text)

@@ -1,0 +1,98 @@
+"""A bad baseline file in a real run: only the tests that need it fail, and it is never rewritten
+unless the user asks for an update."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import Project
+
+TWO_TESTS = """
+import torch
+
+def kernel(x):
+    return x * 2
+kernel.fake_ms = 1.0
+
+def test_one(kernel_bench):
+    kernel_bench(kernel, torch.ones(8))
+
+def test_two(kernel_bench):
+    kernel_bench(kernel, torch.ones(8))
+"""
+
+
+def two_modules(project: Project) -> tuple[Path, Path]:
+    project.module(TWO_TESTS, name="test_good")
+    project.module(TWO_TESTS, name="test_bad")
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=4)
+    folder = project.pytester.path / "baselines"
+    return folder / "test_good.yaml", folder / "test_bad.yaml"
+
+
+def break_with_duplicate_key(path: Path) -> int:
+    """Add a second `test_one:` as a bad merge would; returns the line of the duplicate."""
+    text = path.read_text()
+    path.write_text(text.replace("entries:\n", "entries:\n  test_one: {}\n", 1))
+    return 1 + path.read_text().splitlines().index("  test_one:")
+
+
+def test_bad_file_fails_only_its_tests_and_is_left_alone(project: Project) -> None:
+    good, bad = two_modules(project)
+    line = break_with_duplicate_key(bad)
+    before = {good: good.read_bytes(), bad: bad.read_bytes()}
+
+    result = project.run("--kernelperf")
+
+    result.assert_outcomes(passed=2, failed=2)
+    message = (
+        f"baseline file {bad}:{line}: not valid YAML: duplicate key 'test_one' (first on line 5; "
+        "a merge conflict resolved badly?); fix it, or regenerate it with "
+        "`pytest --kernelperf-update-baselines`"
+    )
+    result.stdout.fnmatch_lines(["*_ test_one _*", message, "*_ test_two _*", message])
+    assert "During handling" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["FAILED test_bad.py::test_one - *", "FAILED test_bad.py::test_two - *"])
+    assert {path: path.read_bytes() for path in before} == before  # nothing rewritten
+
+
+def test_plain_run_does_not_need_the_bad_file(project: Project) -> None:
+    _, bad = two_modules(project)
+    break_with_duplicate_key(bad)
+    project.run().assert_outcomes(passed=4)  # without --kernelperf only correctness is checked
+
+
+def test_update_replaces_the_bad_file_and_says_so(project: Project) -> None:
+    good, bad = two_modules(project)
+    break_with_duplicate_key(bad)
+    good_before = good.read_bytes()
+
+    result = project.run("--kernelperf-update-baselines")
+
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*test_bad.yaml: 2 added, * (replaced an unreadable file: *duplicate key*"])
+    assert good.read_bytes() == good_before
+    project.run("--kernelperf").assert_outcomes(passed=4)
+
+
+def test_truncated_file_is_an_error_not_missing_entries(project: Project) -> None:
+    _, bad = two_modules(project)
+    bad.write_text(bad.read_text().replace("end: true\n", ""))
+    result = project.run("--kernelperf")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(
+        ["*test_bad.yaml:*: missing its last line `end: true`: the file was cut short*"]
+    )
+
+
+def test_unwritable_baseline_folder_is_a_clear_error_not_a_traceback(project: Project) -> None:
+    project.module(TWO_TESTS)
+    (project.pytester.path / "blocker").write_text("a file, not a folder")
+
+    result = project.run("--kernelperf-update-baselines", "--kernelperf-baseline-dir=blocker/sub")
+
+    result.assert_outcomes(passed=2)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*test_kernels.yaml: NOT written: *a file stands where a folder should be*"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in result.stdout.str()
