@@ -11,6 +11,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from baseline_samples import sample_entries, sample_text
@@ -239,7 +240,12 @@ def test_python_tags_run_no_code(
 ) -> None:
     marker = tmp_path / "pwned"
     calls: list[object] = []
-    monkeypatch.setattr(os, "system", lambda *a: calls.append(a) or 0)
+
+    def system(*args: object) -> int:
+        calls.append(args)
+        return 0
+
+    monkeypatch.setattr(os, "system", system)
     for text in (
         f"schema_version: 1\nentries: {tag.format(marker=marker)}\n",
         with_value("median_ms", tag.format(marker=marker)),
@@ -307,7 +313,12 @@ def test_file_over_the_size_cap_is_refused_unread(tmp_path: Path, monkeypatch: p
         handle.truncate(MAX_FILE_BYTES + 1)  # sparse: no disk, no time
     opened: list[object] = []
     real_open = Path.open
-    monkeypatch.setattr(Path, "open", lambda self, *a, **k: opened.append(self) or real_open(self, *a, **k))
+
+    def spy(self: Path, *args: Any, **kwargs: Any) -> Any:
+        opened.append(self)
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", spy)
     with pytest.raises(BaselineError) as caught:
         read(path)
     assert_clear(caught.value, path, f"over the {MAX_FILE_BYTES}-byte cap")
