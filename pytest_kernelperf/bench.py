@@ -6,8 +6,10 @@ this class is unit-testable with plain functions and fake timers.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
@@ -26,6 +28,10 @@ from .timing import Metric, Target, Timer, Timing, TimingError
 UPDATE_HINT = "If the change is intended, record new baselines with `pytest --kernelperf-update-baselines`."
 
 
+def no_guard() -> AbstractContextManager[None]:
+    return contextlib.nullcontext()
+
+
 @dataclass(frozen=True)
 class Hooks:
     """What the bench needs from its host (pytest, or a test)."""
@@ -37,6 +43,10 @@ class Hooks:
     device_info: Callable[[str], DeviceInfo]
     now: Callable[[], _dt.datetime] = lambda: _dt.datetime.now(_dt.timezone.utc)
     profile: Callable[[ProfileRequest], CallProfile] | None = None
+    # Wraps each call (kernel, name): the host's fault handling, e.g. a poisoned CUDA context.
+    guard: Callable[[Callable[..., Any], str | None], AbstractContextManager[None]] = lambda fn, name: (
+        no_guard()
+    )
 
 
 class KernelBench:
@@ -80,12 +90,13 @@ class KernelBench:
         **kwargs: Any,
     ) -> BenchResult:
         __tracebackhide__ = True
-        self._claim(name)
-        call = _bind(fn, args, kwargs)
-        self._check(call, reference, args, kwargs, rtol, atol)
-        if not self.settings.timing:
-            return self._record(BenchResult(self.nodeid, name, self.device, Verdict.CHECKED))
-        return self._time(fn, call, name, _device_of(args, kwargs, self.device), bytes, flops)
+        with self._hooks.guard(fn, name):
+            self._claim(name)
+            call = _bind(fn, args, kwargs)
+            self._check(call, reference, args, kwargs, rtol, atol)
+            if not self.settings.timing:
+                return self._record(BenchResult(self.nodeid, name, self.device, Verdict.CHECKED))
+            return self._time(fn, call, name, _device_of(args, kwargs, self.device), bytes, flops)
 
     def check(
         self,
@@ -101,9 +112,10 @@ class KernelBench:
         """Check `fn` against `reference` without timing it (e.g. Triton's CPU interpreter, whose
         timings mean nothing); reported as checked, with `why`."""
         __tracebackhide__ = True
-        self._claim(name)
-        self._check(_bind(fn, args, kwargs), reference, args, kwargs, rtol, atol)
-        return self._record(BenchResult(self.nodeid, name, self.device, Verdict.CHECKED, notes=(why,)))
+        with self._hooks.guard(fn, name):
+            self._claim(name)
+            self._check(_bind(fn, args, kwargs), reference, args, kwargs, rtol, atol)
+            return self._record(BenchResult(self.nodeid, name, self.device, Verdict.CHECKED, notes=(why,)))
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -272,6 +284,7 @@ class KernelBench:
             bytes=nbytes,
             flops=flops,
             wall_s=timing.wall_s,
+            device_index=device.index,
         )
 
     def _enforce(

@@ -14,6 +14,7 @@ import pytest
 from . import hookspec, report
 from .device import DeviceInfo
 from .profile import CallProfile, ProfileRequest
+from .reliability import Reliability
 from .session import KernelperfSession
 from .settings import OPTIONS, Settings, SettingsError, resolve
 from .timing import Timer, make_timer
@@ -52,6 +53,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             group.addoption(option.cli_name, action="store", default=None, dest=dest, help=option.help)
         if option.ini:
             parser.addini(option.ini_name, help=option.help, default=None)
+    # Reliability (reliability.py): pruning, isolation, and GPU CI that must not pass without a GPU.
+    group.addoption(
+        "--kernelperf-prune",
+        action="store_true",
+        default=False,
+        help="with --kernelperf-update-baselines, remove baseline entries of tests that no longer exist "
+        "(entries whose test id was not collected; deselected tests keep theirs)",
+    )
+    group.addoption(
+        "--kernelperf-isolate",
+        action="store_true",
+        default=False,
+        help="run each test that uses kernel_bench in a fresh Python process, so that a kernel that "
+        "crashes or poisons the CUDA context fails only its own test",
+    )
+    group.addoption(
+        "--kernelperf-require-gpu",
+        action="store_true",
+        default=False,
+        help="tests using kernel_bench fail when no CUDA device is usable (for GPU CI jobs)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -69,13 +91,17 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     except SettingsError as exc:
         raise pytest.UsageError(f"pytest-kernelperf: {exc}") from None
+    reliability = Reliability(config, settings)
     config.stash[SESSION] = KernelperfSession(
         settings,
-        make_timer=lambda s, device: _make_timer(config, s, device),
+        make_timer=lambda s, device: reliability.wrap_timer(_make_timer(config, s, device)),
         device_info=lambda kind: _device_info(config, kind),
         fail=_fail,
         profile=lambda request: _profile_call(config, request),
+        guard=reliability.guard,
     )
+    reliability.attach(config.stash[SESSION])
+    config.pluginmanager.register(reliability, "kernelperf-reliability")
 
 
 def _fail(message: str) -> Any:

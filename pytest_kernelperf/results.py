@@ -37,6 +37,7 @@ class BenchResult:
     flops: int | None = None
     artifacts: tuple[str, ...] = ()
     wall_s: float = 0.0
+    device_index: int | None = None  # the CUDA device (index in this process) that measured it
 
     @property
     def label(self) -> str:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any, NoReturn
 
 from .baselines import BaselineStore, FileUpdate
-from .bench import Hooks, KernelBench
+from .bench import Hooks, KernelBench, no_guard
 from .device import DeviceInfo
 from .profile import CallProfile, ProfileRequest
 from .results import BenchResult
@@ -28,6 +30,8 @@ class KernelperfSession:
         device_info: Callable[[str], DeviceInfo],
         fail: Callable[[str], NoReturn],
         profile: Callable[[ProfileRequest], CallProfile] | None = None,
+        guard: Callable[[str], Callable[[Callable[..., Any], str | None], AbstractContextManager[None]]]
+        | None = None,
     ) -> None:
         self.settings = settings
         self.store = BaselineStore(settings.baseline_dir)
@@ -38,6 +42,9 @@ class KernelperfSession:
         self._fail = fail
         self._profile = profile
         self._device_cache: dict[str, DeviceInfo] = {}
+        self._guard = guard  # per test id: wraps each kernel_bench call (see faults.py)
+        self.blocked: str | None = None  # why this process must not write baseline files
+        self.remove: dict[Path, set[str]] = {}  # unused test ids to prune, per file
 
     def bench(self, nodeid: str, marker_kwargs: dict[str, Any] | None, device: str) -> KernelBench:
         settings = self.settings
@@ -50,6 +57,7 @@ class KernelperfSession:
             make_timer=self._make_timer,
             device_info=self._cached_device_info,
             profile=self._profile,
+            guard=self._guard(nodeid) if self._guard else lambda fn, name: no_guard(),
         )
         return KernelBench(nodeid=nodeid, settings=settings, store=self.store, hooks=hooks, device=device)
 
@@ -59,8 +67,8 @@ class KernelperfSession:
         return self._device_cache[kind]
 
     def finish(self) -> None:
-        if self.settings.update:
-            self.updates = self.store.write()
+        if self.settings.update and self.blocked is None:
+            self.updates = self.store.write(remove=self.remove)
 
 
 def _warn(message: str) -> None:
