@@ -1,0 +1,178 @@
+"""pytest-xdist: workers send, the controller writes; repeated parallel updates give the same bytes."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import SCRIPTED_CONFTEST
+
+from pytest_kernelperf import baselines, transport
+from pytest_kernelperf.baselines import EntryKey, read
+from pytest_kernelperf.compare import Comparison, Verdict
+from pytest_kernelperf.results import BenchResult
+
+ROOT = Path(baselines.__file__).resolve().parent.parent
+
+# Every baseline write is logged with the process that made it.
+SPY_CONFTEST = (
+    SCRIPTED_CONFTEST
+    + """
+import os
+from pytest_kernelperf import baselines
+
+_write = baselines.write_atomic
+
+def _logged(path, text):
+    with open(os.environ["KERNELPERF_WRITE_LOG"], "a") as log:
+        log.write(f"{os.environ.get('PYTEST_XDIST_WORKER', 'controller')} {path.name}\\n")
+    _write(path, text)
+
+baselines.write_atomic = _logged
+"""
+)
+
+MODULE = """
+import pytest
+import torch
+
+def kernel(x):
+    return x * 2
+kernel.fake_ms = {ms}
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_sizes(kernel_bench, n):
+    kernel_bench(kernel, torch.ones(n))
+
+def test_named(kernel_bench):
+    kernel_bench(kernel, torch.ones(4), name="fast")
+    kernel_bench(kernel, torch.ones(4), name="slow")
+"""
+MODULES = 4
+
+
+@pytest.fixture
+def parallel_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    pytester.makeconftest(SPY_CONFTEST)
+    for index in range(MODULES):
+        pytester.makepyfile(**{f"test_m{index}": textwrap.dedent(MODULE.format(ms=1.0 + index))})
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("KERNELPERF_WRITE_LOG", str(pytester.path / "writes.log"))
+    return pytester
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.yaml"))}
+
+
+def test_repeated_parallel_updates_give_identical_files_with_no_entry_lost(
+    parallel_project: pytest.Pytester,
+) -> None:
+    folder = parallel_project.path / "baselines"
+    log = parallel_project.path / "writes.log"
+
+    first = parallel_project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "4", "--kernelperf-update-baselines"
+    )
+    first.assert_outcomes(passed=5 * MODULES)
+    first.stdout.fnmatch_lines([f"kernelperf: {6 * MODULES} new"])  # the controller's table has them all
+    written = files(folder)
+    second = parallel_project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "4", "--kernelperf-update-baselines"
+    )
+    second.assert_outcomes(passed=5 * MODULES)
+
+    assert files(folder) == written  # byte for byte
+    table = second.stdout.str().split("= kernelperf =")[1]
+    assert table.index("test_m0.py::test_sizes") < table.index("test_m3.py::test_named")  # collection order
+    second.stdout.fnmatch_lines(["*test_m0.yaml: 0 added, 0 changed, 6 unchanged, 0 kept"])
+    expected = {f"test_sizes[{n}]" for n in range(1, 5)} | {"test_named::fast", "test_named::slow"}
+    for index in range(MODULES):
+        assert {key.test for key in read(folder / f"test_m{index}.yaml")} == expected
+    writers = {line.split()[0] for line in log.read_text().splitlines()}
+    assert writers == {"controller"}  # no worker ever wrote a baseline file
+    assert len(log.read_text().splitlines()) == MODULES  # the second run changed nothing, wrote nothing
+
+
+def test_without_xdist_the_plugin_works_alone(parallel_project: pytest.Pytester) -> None:
+    result = parallel_project.runpytest(
+        "-p", "no:cacheprovider", "-p", "no:xdist", "--kernelperf-update-baselines"
+    )
+    result.assert_outcomes(passed=5 * MODULES)
+    assert len(files(parallel_project.path / "baselines")) == MODULES
+
+
+# --- what crosses between processes ----------------------------------------------------------------
+
+
+def full_result() -> BenchResult:
+    comparison = Comparison(Verdict.SLOWER, ratio=1.2, p_value=1e-5, threshold=0.05, alpha=0.01, reason="r")
+    return BenchResult(
+        nodeid="tests/test_k.py::test_k[a/b::c]",
+        name="fast",
+        device="NVIDIA H200",
+        verdict=Verdict.SLOWER,
+        cache="cold",
+        method="cupti",
+        median_ms=0.5,
+        samples_ms=(0.49, 0.5, 0.51),
+        ci_ms=(0.495, 0.505),
+        baseline_ms=0.41,
+        comparison=comparison,
+        host_method="cuda-event",
+        host_median_ms=0.6,
+        host_baseline_ms=0.59,
+        host_comparison=Comparison(Verdict.SAME, ratio=1.01, reason="within threshold"),
+        baseline_file="/b/tests/test_k.yaml",
+        notes=("a note",),
+        bytes=1 << 20,
+        flops=3 << 20,
+        artifacts=("/a/trace.json",),
+        wall_s=0.25,
+        device_index=1,
+    )
+
+
+def test_a_result_survives_json_and_back() -> None:
+    result = full_result()
+    data = json.loads(json.dumps(transport.results_to_data([result])))
+    assert transport.results_from_data(data) == [result]
+
+
+def test_unknown_fields_from_a_newer_sender_are_ignored() -> None:
+    data = transport.encode(full_result())
+    data["field_of_the_future"] = 1
+    assert transport.decode(BenchResult, data) == full_result()
+
+
+def test_staged_entries_travel_relative_to_the_baseline_folder(tmp_path: Path) -> None:
+    entry = next(iter(read_sample().values()))
+    key = EntryKey("test_k[x]", "NVIDIA H200", "hot")
+    sent = transport.staged_to_data({Path("/worker/b/tests/test_k.yaml"): {key: entry}}, Path("/worker/b"))
+    assert sent[0]["file"] == "tests/test_k.yaml"
+    received = transport.staged_from_data(json.loads(json.dumps(sent)), tmp_path)
+    assert received == {tmp_path / "tests" / "test_k.yaml": {key: entry}}
+
+
+@pytest.mark.parametrize("bad", ["../outside.yaml", "/etc/passwd", "a/../../b.yaml", ""])
+def test_a_staged_file_outside_the_folder_is_refused(tmp_path: Path, bad: str) -> None:
+    entry = transport.encode(next(iter(read_sample().values())))
+    key = transport.encode(EntryKey("t", "d", "hot"))
+    with pytest.raises(transport.TransportError):
+        transport.staged_from_data([{"file": bad, "key": key, "entry": entry}], tmp_path)
+
+
+def test_garbage_is_a_transport_error() -> None:
+    with pytest.raises(transport.TransportError):
+        transport.decode(
+            BenchResult, {"nodeid": "x", "name": None, "device": "d", "verdict": "no-such-verdict"}
+        )
+
+
+def read_sample() -> dict[EntryKey, baselines.BaselineEntry]:
+    from baseline_samples import sample_entries
+
+    return sample_entries()
