@@ -386,7 +386,8 @@ class Reliability:
             if not pruned:
                 lines.append(f"These tests no longer exist; {PRUNE_HINT}.")
             yield "kernelperf unused baselines", lines
-        gpu_lines = [_gpu_line(line) for line in [*self.gpu_lines, *self.gpu_summary()]]
+        processes = sorted([*self.gpu_lines, *self.gpu_summary()], key=_process_order)
+        gpu_lines = [_gpu_line(line) for line in processes]
         if gpu_lines:
             yield "kernelperf GPUs", gpu_lines
         trouble = list(self.notes)
@@ -407,3 +408,8 @@ def _gpu_line(line: dict[str, Any]) -> str:
             part += f", waited {device['lock_waits']}x for its lock ({device['lock_wait_s']:.2f} s)"
         parts.append(part)
     return text + (": " + "; ".join(parts) if parts else ": nothing measured")
+
+
+def _process_order(line: dict[str, Any]) -> tuple[int, str]:
+    name = str(line.get("process", ""))
+    return (int(name[2:]), name) if name.startswith("gw") and name[2:].isdigit() else (-1, name)
