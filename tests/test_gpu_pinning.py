@@ -262,8 +262,8 @@ def test_xdist_workers_pin_to_their_gpus_and_the_summary_says_which(
         assert f"{worker} pinned to cuda:{index} (physical GPU {index}, Fake H200, 2 visible)" in out
     lines = [line for line in out.splitlines() if " pinned to " in line]
     for line in lines:  # each worker measured on the GPU it was pinned to
-        index = line.split("pinned to cuda:")[1][0]
-        assert "measured" not in line or f"on cuda:{index} (Fake H200)" in line
+        pinned = line.split("pinned to cuda:")[1][0]
+        assert "measured" not in line or f"on cuda:{pinned} (Fake H200)" in line
     assert sorted(p.name for p in (pytester.path / ".kernelperf" / "locks").iterdir()) == [
         "gpu-GPU-fake-0.lock",
         "gpu-GPU-fake-1.lock",
