@@ -12,8 +12,7 @@ no baseline is written from this process. No pytest here; torch only once it is 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,21 +96,12 @@ class FaultGuard:
         if self.poisoned is not None:
             raise NotMeasured(self.poisoned.not_measured_message())
 
-    @contextmanager
-    def around_call(self, nodeid: str, fn: Callable[..., Any], name: str | None) -> Iterator[None]:
+    def around_call(self, nodeid: str, fn: Callable[..., Any], name: str | None) -> _CallGuard:
+        """A context manager for one kernel_bench call of test `nodeid`."""
         self.refuse_if_poisoned()
         kernel = kernel_name(fn, name)
         self._last_kernel[nodeid] = kernel
-        try:
-            yield
-        except (KeyboardInterrupt, SystemExit, GeneratorExit):
-            raise
-        except BaseException as exc:  # also pytest's Failed: a mismatch read from a broken context
-            error = cuda_probe()  # a global looked up at call time: tests patch it
-            if error is None or self.poisoned is not None:
-                raise
-            self.poisoned = Poison(nodeid, kernel, error)
-            raise CudaContextPoisoned(self.poisoned.fault_message()) from exc
+        return _CallGuard(self, nodeid, kernel)
 
     def after_test(self, nodeid: str) -> Poison | None:
         """Probe after a kernel_bench test: the Poison when this test newly left the context broken
@@ -124,3 +114,29 @@ class FaultGuard:
         kernel = self._last_kernel.get(nodeid, "unknown (the error surfaced outside kernel_bench)")
         self.poisoned = Poison(nodeid, kernel, error)
         return self.poisoned
+
+
+class _CallGuard:
+    """Turns a raise from a call that left the CUDA context broken into CudaContextPoisoned."""
+
+    def __init__(self, guard: FaultGuard, nodeid: str, kernel: str) -> None:
+        self._guard = guard
+        self._nodeid = nodeid
+        self._kernel = kernel
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
+        __tracebackhide__ = True
+        if exc is None or isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)):
+            return False
+        # Any exception, pytest's Failed included: a mismatch read back from a broken context is
+        # the CUDA error, not a mismatch.
+        if self._guard.poisoned is not None:
+            return False
+        error = cuda_probe()  # a global looked up at call time: tests patch it
+        if error is None:
+            return False
+        self._guard.poisoned = Poison(self._nodeid, self._kernel, error)
+        raise CudaContextPoisoned(self._guard.poisoned.fault_message()) from exc
