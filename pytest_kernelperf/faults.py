@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 ISOLATE_HINT = "run with --kernelperf-isolate to give each kernel_bench test its own process"
 
@@ -127,7 +127,9 @@ class _CallGuard:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> Literal[False]:
         __tracebackhide__ = True
         if exc is None or isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)):
             return False
