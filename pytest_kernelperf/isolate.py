@@ -138,7 +138,7 @@ def run(config: pytest.Config, item: pytest.Item, extra: Sequence[str] = ()) -> 
         nodeid=item.nodeid,
         returncode=done.returncode,
         output_tail=tail,
-        reports=list(data.get("reports", [])) if data else [],
+        reports=[_tuples_back(report) for report in data.get("reports", [])] if data else [],
         payload=data.get("payload") if data else None,
     )
 
@@ -164,3 +164,10 @@ def crash_message(child: ChildRun) -> str:
         f"the isolated process of {child.nodeid} ended without a result ({child.describe_exit()}); "
         f"the test's kernel crashed its process. Last output:\n{child.output_tail}"
     )
+
+
+def _tuples_back(report: dict[str, Any]) -> dict[str, Any]:
+    """JSON turned the (path, line, reason) longrepr of a skip into a list; pytest wants a tuple."""
+    if isinstance(report.get("longrepr"), list):
+        report["longrepr"] = tuple(report["longrepr"])
+    return report

@@ -290,6 +290,10 @@ def test_after(kernel_bench):
 
 def test_without_kernel_bench():
     assert os.environ.get("KERNELPERF_ISOLATE_NODEID") is None  # runs in the parent
+
+def test_skips(kernel_bench):
+    import pytest
+    pytest.skip("no such device here")
 """
 
 
@@ -298,14 +302,17 @@ def test_isolation_confines_faults_to_their_tests(project: Project, monkeypatch:
     project.module(ISOLATED_MODULE)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
 
-    result = project.run("--kernelperf-update-baselines", "--kernelperf-isolate", "-rA")
+    result = project.run(
+        "--kernelperf-update-baselines", "--kernelperf-isolate", "-rA", "--junitxml=report.xml"
+    )
 
-    result.assert_outcomes(passed=3, failed=2)
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
     result.stdout.fnmatch_lines(
         [
             "PASSED test_kernels.py::test_before",
             "PASSED test_kernels.py::test_after",
             "PASSED test_kernels.py::test_without_kernel_bench",
+            "SKIPPED ??? test_kernels.py:*: no such device here",
             "FAILED test_kernels.py::test_bad - *CUDA error in kernel test_kernels.illegal_access*",
             "FAILED test_kernels.py::test_crash - the isolated process of test_kernels.py::test_crash "
             "ended without a result (exit code 139)*",
