@@ -75,7 +75,7 @@ class Reliability:
             )
         self.faults = FaultGuard()
         self.usage = gpu.GpuUsage()
-        self.pinned: gpu.GpuChoice | None = None
+        self.pinned: str | None = None  # the GPU this process (or its isolated children) pinned
         self.child = isolate.child_target()
         self.is_worker = hasattr(config, "workerinput")
         self.collected: list[str] = []
@@ -139,11 +139,13 @@ class Reliability:
 
     def _pin(self) -> None:
         try:
-            self.pinned = gpu.pin(gpu.worker_id())
+            choice = gpu.pin(gpu.worker_id())
         except ImportError:
             return  # no torch: kernel_bench says so in each test
         except Exception as exc:  # CUDA failing to start must not stop the session here
             self.notes.append(f"could not pin {gpu.worker_id()} to a GPU: {type(exc).__name__}: {exc}")
+            return
+        self.pinned = choice.describe() if choice is not None else None
 
     # --- each test ---------------------------------------------------------------------------
 
@@ -289,8 +291,7 @@ class Reliability:
         self.collected.extend(payload.get("collected", []))
         self.kernel_modules.update(payload.get("kernel_modules", []))
         self.notes.extend(f"{origin}: {note}" for note in payload.get("notes", []))
-        if payload.get("worker") is not None or self.child is None:
-            self._absorb_gpus(payload.get("gpus", []), isolated=origin.startswith("isolated"))
+        self._absorb_gpus(payload.get("gpus", []), isolated=origin.startswith("isolated"))
 
     # --- unused entries ----------------------------------------------------------------------
 
@@ -345,7 +346,7 @@ class Reliability:
         return [
             {
                 "process": gpu.worker_id() or "main",
-                "pinned": self.pinned.describe() if self.pinned else None,
+                "pinned": self.pinned,
                 "devices": devices,
             }
         ]
@@ -362,7 +363,7 @@ class Reliability:
                 waited = float(device["lock_wait_s"])
                 self.usage.lock_wait_s[index] = self.usage.lock_wait_s.get(index, 0.0) + waited
             if self.pinned is None and line.get("pinned"):
-                self.gpu_lines.append({"process": line["process"], "pinned": line["pinned"], "devices": []})
+                self.pinned = str(line["pinned"])
 
     # --- the summary ---------------------------------------------------------------------------
 
