@@ -252,6 +252,11 @@ def _validate(data: Any, path: Path) -> dict[EntryKey, BaselineEntry]:
             f"unknown schema_version {version!r} (this pytest-kernelperf reads {SCHEMA_VERSION})",
             data.key_lines["schema_version"],
         )
+    if "entries" not in data:
+        raise BaselineError(path, "missing entries (truncated file?)", data.line)
+    entries = data["entries"]
+    out = _validate_entries(entries, path, data.key_lines["entries"]) if entries is not None else {}
+    # Checked last, so that a file with a problem of its own reports that problem first.
     if "end" not in data:
         raise BaselineError(
             path,
@@ -261,12 +266,10 @@ def _validate(data: Any, path: Path) -> dict[EntryKey, BaselineEntry]:
         )
     if data["end"] is not True:
         raise BaselineError(path, f"end must be true, got {data['end']!r}", data.key_lines["end"])
-    if "entries" not in data:
-        raise BaselineError(path, "missing entries (truncated file?)", data.line)
-    entries = data["entries"]
-    if entries is None:
-        return {}
-    at = data.key_lines["entries"]
+    return out
+
+
+def _validate_entries(entries: Any, path: Path, at: int) -> dict[EntryKey, BaselineEntry]:
     _expect_mapping(entries, path, at, "entries")
     out: dict[EntryKey, BaselineEntry] = {}
     for test, devices in entries.items():
