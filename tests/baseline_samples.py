@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pytest_kernelperf.baselines import BaselineEntry, EntryKey, MetricRecord, as_stored, dump
+from pytest_kernelperf.inventory import KernelRecord
 
 H200 = "NVIDIA H200"
 CPU = "AMD EPYC 9654 96-Core Processor"
@@ -20,11 +21,19 @@ def metric(method: str, median_ms: float, n: int = 57) -> MetricRecord:
 
 
 def sample_entries() -> dict[EntryKey, BaselineEntry]:
-    """Entries as a real update writes them: GPU and CPU, hot and cold, odd test ids, as stored."""
+    """Entries as a real update writes them: GPU and CPU, hot and cold, a kernel inventory, odd test
+    ids, as stored."""
     recorded = "2026-11-30T12:00:00Z"
     entries = {
         EntryKey("test_gelu[triton]", H200, "hot"): BaselineEntry(
-            metric("cupti", 0.5081234), recorded, ENVIRONMENT, metric("cuda-event", 0.5213)
+            metric("cupti", 0.5081234),
+            recorded,
+            ENVIRONMENT,
+            metric("cuda-event", 0.5213),
+            kernels=(
+                KernelRecord("triton_gelu_kernel", launches=1, share=0.97, ms=0.4928, code="3f2a9c01b7de"),
+                KernelRecord("Memset (Device)", launches=1, share=0.03, ms=0.0151),
+            ),
         ),
         EntryKey("test_gelu[triton]", H200, "cold"): BaselineEntry(
             metric("cupti", 0.5312), recorded, ENVIRONMENT, metric("cuda-event", 0.5499)

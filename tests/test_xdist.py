@@ -149,7 +149,7 @@ def test_unknown_fields_from_a_newer_sender_are_ignored() -> None:
 
 
 def test_staged_entries_travel_relative_to_the_baseline_folder(tmp_path: Path) -> None:
-    entry = next(iter(read_sample().values()))
+    entry = next(e for e in read_sample().values() if e.kernels)  # with its kernel inventory
     key = EntryKey("test_k[x]", "NVIDIA H200", "hot")
     sent = transport.staged_to_data({Path("/worker/b/tests/test_k.yaml"): {key: entry}}, Path("/worker/b"))
     assert sent[0]["file"] == "tests/test_k.yaml"
