@@ -70,3 +70,11 @@ class Project:
 @pytest.fixture
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Project:
     return Project(pytester, monkeypatch)
+
+
+@pytest.fixture(autouse=True)
+def _no_outer_xdist_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under `pytest -n`, this process is an xdist worker; in-process pytester runs must not
+    inherit that identity (the plugin pins GPUs and routes results by it)."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
