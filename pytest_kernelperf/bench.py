@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
 from . import stats
-from .baselines import BaselineEntry, BaselineError, BaselineStore, EntryKey, MetricRecord
+from .baselines import BaselineEntry, BaselineError, BaselineStore, EntryKey, MetricRecord, as_stored
 from .check import Mismatch, assert_matches
 from .compare import Comparison, Verdict, compare
 from .device import DeviceInfo
+from .ratio import RatioCheck, check_ratio, ratio_message, validate_max_ratio
 from .results import BenchResult
+from .roofline import tensor_bytes
 from .settings import Settings
 from .timing import Metric, Target, Timer, Timing, TimingError
 
@@ -74,15 +76,32 @@ class KernelBench:
         name: str | None = None,
         bytes: int | None = None,
         flops: int | None = None,
+        max_ratio: float | None = None,
         **kwargs: Any,
     ) -> BenchResult:
         __tracebackhide__ = True
         self._claim(name)
+        limit = self._max_ratio(max_ratio, reference)
         call = _bind(fn, args, kwargs)
-        self._check(call, reference, args, kwargs, rtol, atol)
+        output = self._check(call, reference, args, kwargs, rtol, atol)
+        # No bytes= given: count the tensors read and written (the report says "inferred").
+        inferred = tensor_bytes(args, kwargs, output) if bytes is None else None
+        del output  # on a GPU it may be a GiB that timing needs
         if not self.settings.timing:
             return self._record(BenchResult(self.nodeid, name, self.device, Verdict.CHECKED))
-        return self._time(fn, call, name, _device_of(args, kwargs, self.device), bytes, flops)
+        versus = None
+        if limit is not None and reference is not None:
+            versus = (reference, _bind(reference, args, kwargs), limit)
+        return self._time(
+            fn,
+            call,
+            name,
+            _device_of(args, kwargs, self.device),
+            bytes if bytes is not None else inferred,
+            flops,
+            bytes_inferred=bytes is None and inferred is not None,
+            versus=versus,
+        )
 
     def check(
         self,
@@ -114,6 +133,21 @@ class KernelBench:
             )
         self._names.add(name)
 
+    def _max_ratio(self, value: object, reference: Callable[..., Any] | None) -> float | None:
+        __tracebackhide__ = True
+        if value is None:
+            return None
+        try:
+            limit = validate_max_ratio(value)
+        except ValueError as exc:
+            self._hooks.fail(f"kernel_bench in {self.nodeid}: {exc}")
+        if reference is None:
+            self._hooks.fail(
+                f"kernel_bench in {self.nodeid}: max_ratio={value!r} needs reference=, the function "
+                "to time fn against (e.g. kernel_bench(fn, x, reference=torch_fn, max_ratio=1.1))"
+            )
+        return limit
+
     def _check(
         self,
         call: Callable[[], Any],
@@ -122,11 +156,11 @@ class KernelBench:
         kwargs: dict[str, Any],
         rtol: float | None,
         atol: float | None,
-    ) -> None:
+    ) -> Any:
         __tracebackhide__ = True
         output = call()  # the first call also pays for compilation; a raise is the test's error
         if reference is None:
-            return
+            return output
         expected = reference(*args, **kwargs)
         try:
             assert_matches(output, expected, rtol=rtol, atol=atol)
@@ -136,6 +170,7 @@ class KernelBench:
             problem = None
         if problem is not None:  # failed outside the except block: no chained traceback
             self._hooks.fail(f"{problem} ({self.nodeid})")
+        return output
 
     def _time(
         self,
@@ -145,6 +180,9 @@ class KernelBench:
         kind: str,
         nbytes: int | None,
         flops: int | None,
+        *,
+        bytes_inferred: bool = False,
+        versus: tuple[Callable[..., Any], Callable[[], Any], float] | None = None,
     ) -> BenchResult:
         __tracebackhide__ = True
         device = self._hooks.device_info(kind)
@@ -161,12 +199,49 @@ class KernelBench:
             self._hooks.fail(f"kernel_bench could not time {self.nodeid}: {exc}")
         for note in timing.notes:
             self._hooks.warn(f"{self.nodeid}: {note}")
-        result = self._judge(timing, baseline, device, name, path, nbytes, flops)
+        ratio = self._time_reference(versus, timing, device, key, timer) if versus else None
+        entry = as_stored(self._entry(timing, device))
+        result = replace(
+            self._judge(timing, baseline, device, name, path, nbytes, flops),
+            bytes_inferred=bytes_inferred,
+            ratio=ratio,
+            baseline_ci_ms=baseline.device_time.ci_ms if baseline else None,
+            entry=entry,
+        )
         if self.settings.update:
-            self._store.stage(path, key, self._entry(timing, device))
+            self._store.stage(path, key, entry)
         self._record(result)
         self._enforce(result, baseline, path)
         return result
+
+    def _time_reference(
+        self,
+        versus: tuple[Callable[..., Any], Callable[[], Any], float],
+        timing: Timing,
+        device: DeviceInfo,
+        key: EntryKey,
+        timer: Timer,
+    ) -> RatioCheck:
+        """Time the reference with the same timer and plan, preferring the method fn got."""
+        __tracebackhide__ = True
+        reference, call, limit = versus
+        measured = timing.device_time
+        target = Target(call, device, label=f"{key.test}::reference", fn=reference)
+        try:
+            ref = timer.measure(target, self.settings.plan(measured.method))
+        except TimingError as exc:
+            self._hooks.fail(f"kernel_bench could not time the reference of {self.nodeid}: {exc}")
+        check = check_ratio(
+            measured.samples_ms,
+            measured.method,
+            ref.device_time.samples_ms,
+            ref.device_time.method,
+            max_ratio=limit,
+            alpha=self.settings.alpha,
+        )
+        if measured.method != ref.device_time.method:
+            self._hooks.warn(f"{self.nodeid}: {check.reason}; max_ratio was not checked")
+        return check
 
     def _baseline(self, path: Path, key: EntryKey) -> BaselineEntry | None:
         __tracebackhide__ = True
@@ -234,6 +309,10 @@ class KernelBench:
 
     def _enforce(self, result: BenchResult, baseline: BaselineEntry | None, path: Path) -> None:
         __tracebackhide__ = True
+        # The ratio is a property of the code, not of a baseline: it holds in updates too.
+        if result.ratio is not None and result.ratio.exceeded:
+            assert result.median_ms is not None
+            self._hooks.fail(ratio_message(result.label, result.device, result.median_ms, result.ratio))
         if self.settings.update:
             return
         if result.verdict is Verdict.SLOWER:
@@ -286,11 +365,17 @@ def _device_of(args: Sequence[Any], kwargs: dict[str, Any], default: str) -> str
 def _compare_metric(
     measured: Metric | None, baseline: MetricRecord | None, threshold: float, alpha: float
 ) -> Comparison:
+    # threshold and alpha ride along even without a verdict: a saved run's results say which
+    # settings were in effect, so `python -m pytest_kernelperf compare` can apply the same ones.
     if measured is None or baseline is None:
-        return Comparison(Verdict.NEW, reason="no baseline for this device and cache mode")
+        return Comparison(
+            Verdict.NEW, threshold=threshold, alpha=alpha, reason="no baseline for this device and cache mode"
+        )
     if baseline.method != measured.method:
         return Comparison(
             Verdict.INCOMPARABLE,
+            threshold=threshold,
+            alpha=alpha,
             reason=f"baseline measured with {baseline.method}, this run with {measured.method}",
         )
     return compare(measured.samples_ms, baseline.quantiles_ms, threshold=threshold, alpha=alpha)

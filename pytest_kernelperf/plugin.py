@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from . import hookspec, report
+from . import hookspec
 from .device import DeviceInfo
 from .session import KernelperfSession
 from .settings import OPTIONS, Settings, SettingsError, resolve
@@ -74,6 +74,9 @@ def pytest_configure(config: pytest.Config) -> None:
         device_info=lambda kind: _device_info(config, kind),
         fail=_fail,
     )
+    from .reporting import Reports  # the -v words, JUnit properties, summary table and report files
+
+    config.pluginmanager.register(Reports(config, config.stash[SESSION]), "kernelperf-reports")
 
 
 def _fail(message: str) -> Any:
@@ -112,12 +115,16 @@ def kernel_bench(request: pytest.FixtureRequest) -> Any:
             kernel_bench(triton_gelu, x, reference=pytorch_gelu)
 
     ``kernel_bench(fn, *args, reference=None, rtol=None, atol=None, name=None, bytes=None,
-    flops=None, **kwargs)`` calls ``fn(*args, **kwargs)``, compares its output with
+    flops=None, max_ratio=None, **kwargs)`` calls ``fn(*args, **kwargs)``, compares its output with
     ``reference(*args, **kwargs)`` (assert_close semantics, dtype-aware tolerances; a wrong answer
     fails with "mismatch"), and with ``--kernelperf`` times it and compares the times with the
     baseline (a significant slowdown beyond the threshold fails with "regression"). Returns a
     BenchResult (``median_ms``, ``samples_ms``, ``baseline_ms``, ``verdict``, ...). Call it several
     times with distinct ``name=`` to time several implementations in one test.
+    ``max_ratio=1.1`` also times the reference in the same run and fails ("ratio") when fn's
+    median is more than 1.1x the reference's: a check that needs no baseline. ``bytes=`` and
+    ``flops=`` give GB/s, TFLOP/s and the fraction of the device's copy bandwidth in the reports
+    (without ``bytes=``, the bytes of the input and output tensors are counted).
     ``kernel_bench.check(...)`` checks without timing. ``kernel_bench.device`` is "cuda" when a
     CUDA device is usable, else "cpu". Per-test settings: ``@pytest.mark.kernelperf(threshold=...)``.
     """
@@ -144,17 +151,3 @@ def kernel_bench(request: pytest.FixtureRequest) -> Any:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     session.config.stash[SESSION].finish()
-
-
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    state = config.stash[SESSION]
-    lines = report.terminal_lines(state.results)
-    if lines:
-        terminalreporter.section("kernelperf")
-        for line in lines:
-            terminalreporter.write_line(line)
-    updates = report.update_lines(state.updates)
-    if updates:
-        terminalreporter.section("kernelperf baselines updated")
-        for line in updates:
-            terminalreporter.write_line(line)
