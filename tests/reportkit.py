@@ -50,6 +50,15 @@ def test_named(kernel_bench):
     kernel_bench(make("second"), torch.ones(1 << 20), name="second", bytes=16 << 20, flops=1 << 30)
 """
 
+# A kernel timed against its reference with max_ratio: MS_slow over MS_ref decides the ratio.
+RATIO = """
+
+reference.fake_ms = float(os.environ.get("MS_ref", "1.0"))
+
+def test_ratio(kernel_bench):
+    kernel_bench(make("slow"), torch.ones(1 << 20), reference=reference, max_ratio=1.5)
+"""
+
 
 def setup(project: Project, source: str = KERNELS, *, peak: float | None = PEAK_GBPS) -> Path:
     project.pytester.makeconftest(CONFTEST)
