@@ -286,7 +286,12 @@ def update_lines(updates: Sequence[FileUpdate]) -> list[str]:
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return text.replace("*", "\\*").replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    """A code span outside tables: no escapes apply inside one, so only backticks are replaced."""
+    return "`" + text.replace("`", "'").replace("\n", " ") + "`"
 
 
 def _md_cell(cell: Cell) -> str:
@@ -311,11 +316,11 @@ def markdown(
         r for r in results if r.verdict is Verdict.SLOWER or (r.ratio is not None and r.ratio.exceeded)
     ]
     if failing:
-        lines.append("**Failing:** " + ", ".join(f"`{_md(r.label)}`" for r in failing))
+        lines.append("**Failing:** " + ", ".join(_code(r.label) for r in failing))
         lines.append("")
     inferred = False
     for group in groups(results, peaks):
-        lines.append(f"#### `{_md(group.module)}::{_md(group.heading)}`")
+        lines.append(f"#### {_code(f'{group.module}::{group.heading}')}")
         lines.append("")
         lines.append("| " + " | ".join(group.columns) + " |")
         lines.append(
