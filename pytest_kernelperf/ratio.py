@@ -46,7 +46,7 @@ class RatioCheck:
 
     def describe(self) -> str:
         """Short form for tables: 1.02x <= 1.1."""
-        return f"{self.ratio:.3g}x {'>' if self.ratio > self.max_ratio else '<='} {self.max_ratio:g}"
+        return f"{self.ratio:#.3g}x {'>' if self.ratio > self.max_ratio else '<='} {self.max_ratio:g}"
 
 
 def validate_max_ratio(value: object) -> float:
@@ -101,7 +101,7 @@ def ratio_message(label: str, device: str, median_ms: float, check: RatioCheck) 
     low, high = check.reference_ci_ms
     return (
         f"ratio to reference exceeded in {label} on {device}: median {median_ms:.4g} ms is "
-        f"{check.ratio:.3g}x the reference's {check.reference_median_ms:.4g} ms "
+        f"{check.ratio:#.3g}x the reference's {check.reference_median_ms:.4g} ms "
         f"(max_ratio {check.max_ratio:g}).\n"
         f"  evidence: {check.evidence()}; reference 95% CI {low:.4g}-{high:.4g} ms over "
         f"{len(check.reference_samples_ms)} samples; both timed in this run with {check.method}.\n"

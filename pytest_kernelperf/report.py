@@ -401,7 +401,7 @@ def status_word(user_properties: Iterable[tuple[str, object]]) -> tuple[str, str
             text += f" {change:+.1f}%"
         ratio, limit = values.get("ratio"), values.get("max_ratio")
         if isinstance(ratio, (int, float)) and isinstance(limit, (int, float)):
-            text += f", ratio {ratio:.3g}x {'>' if ratio > limit else '<='} {limit:g}"
+            text += f", ratio {ratio:#.3g}x {'>' if ratio > limit else '<='} {limit:g}"
             if values.get("max_ratio_exceeded") == "yes":
                 styles.add("bad")
         parts.append(f"{call}: {text}" if call else text)

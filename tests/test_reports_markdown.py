@@ -27,7 +27,7 @@ def test_markdown_summary_has_totals_failures_and_one_table_per_test(project: Pr
     assert "| -50.0% | 16.7" in row_c and "\\* | 17% |" in row_c and row_c.endswith("| faster |")
     # The ratio to the reference is in its own columns.
     assert "| Method | Time (ms) | 95% CI | Ref (ms) | Ratio | GB/s | % peak | Verdict |" in lines
-    assert any(line.startswith("| - | 1.2") and "| 1.2x <= 1.5 |" in line for line in lines)
+    assert any(line.startswith("| - | 1.2") and "| 1.20x <= 1.5 |" in line for line in lines)
     assert "\\* bytes inferred from the input and output tensors (pass bytes= to state them)" in lines
     assert "- Test CPU: copy bandwidth 100 GB/s (test)" in lines
     assert "- **Test CPU**: kind cpu, threads 1, torch test" in lines

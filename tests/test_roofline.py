@@ -82,8 +82,8 @@ def test_a_bad_cache_is_measured_again_and_a_failed_measurement_is_a_note(tmp_pa
     peaks, notes = roofline.session_peaks([GPU], tmp_path, measure=broken)
     assert "Some GPU" not in peaks
     assert notes == [
-        "could not measure the copy bandwidth of Some GPU: RuntimeError: CUDA error: an illegal memory access "
-        "was encountered"
+        "could not measure the copy bandwidth of Some GPU: "
+        "RuntimeError: CUDA error: an illegal memory access was encountered"
     ]
     peaks, notes = roofline.session_peaks([GPU], tmp_path, measure=broken, may_measure=False)
     assert peaks == {} and notes == []
