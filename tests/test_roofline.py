@@ -43,7 +43,7 @@ def test_figures_from_bytes_flops_and_peak() -> None:
     fig = roofline.figures(result, Peak("Some GPU", 4000.0, 1, "m", "d"))
     assert fig.gb_per_s == pytest.approx(2 * 2**30 / 0.5e-3 / 1e9)
     assert fig.tflop_per_s == pytest.approx(2.0)
-    assert fig.peak_fraction == pytest.approx(fig.gb_per_s / 4000)
+    assert fig.gb_per_s is not None and fig.peak_fraction == pytest.approx(fig.gb_per_s / 4000)
     assert fig.bytes_inferred
     assert roofline.figures(result, None).peak_fraction is None
     untimed = roofline.figures(BenchResult("t.py::t", None, "cpu", Verdict.CHECKED, bytes=8), None)
