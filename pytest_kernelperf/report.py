@@ -69,7 +69,7 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
-def _change(value: float | None) -> str:
+def change_text(value: float | None) -> str:
     if value is None:
         return ""
     return "+0.0%" if abs(value) < 0.05 else f"{value:+.1f}%"  # never "-0.0%"
@@ -158,7 +158,7 @@ def row_cells(label: str, result: BenchResult, peaks: Mapping[str, Peak]) -> dic
         "Time (ms)": Cell(_ms(result.median_ms)),
         "95% CI": Cell(f"{result.ci_ms[0]:.4g}-{result.ci_ms[1]:.4g}" if result.ci_ms else ""),
         "Baseline": Cell(_ms(result.baseline_ms) if result.baseline_ms is not None else ""),
-        "Change": Cell(_change(result.change_pct), style),
+        "Change": Cell(change_text(result.change_pct), style),
         "Ref (ms)": Cell(_ms(result.ratio.reference_median_ms) if result.ratio else ""),
         "Ratio": ratio_cell(result),
         "GB/s": Cell(f"{fig.gb_per_s:.4g}{'*' if fig.bytes_inferred else ''}" if fig.gb_per_s else ""),

@@ -9,7 +9,6 @@ only gathers what the run produced and writes it where it was asked to go.
 from __future__ import annotations
 
 import datetime as _dt
-import importlib.util
 import os
 import platform
 from collections.abc import Generator
@@ -31,7 +30,6 @@ MARKUP: dict[str, dict[str, bool]] = {
     "dim": {},
     "": {},
 }
-PLOT_HINT = "install it with `pip install matplotlib` (or `pip install 'pytest-kernelperf[plot]'`)"
 
 
 def worker_id(config: pytest.Config) -> str | None:
@@ -51,8 +49,13 @@ class Reports:
         self.plots: list[Path] = []
         self._published = 0  # results already turned into user_properties
         settings = state.settings
-        if settings.plot is not None and importlib.util.find_spec("matplotlib") is None:
-            raise pytest.UsageError(f"--kernelperf-plot={settings.plot} needs matplotlib; {PLOT_HINT}")
+        if settings.plot is not None:
+            from . import plots  # matplotlib itself only when drawing
+
+            if not plots.have_matplotlib():
+                raise pytest.UsageError(
+                    f"--kernelperf-plot={settings.plot} needs matplotlib; {plots.MISSING_HINT}"
+                )
 
     # -- per test ----------------------------------------------------------------------------
 
@@ -123,8 +126,8 @@ class Reports:
     def _write(self, what: str, path: Path, action: Any) -> bool:
         try:
             action()
-        except OSError as exc:
-            self.notes.append(f"could not write the {what} to {path}: {exc}")
+        except Exception as exc:  # a report that cannot be written must not hide the test results
+            self.notes.append(f"could not write the {what} to {path}: {type(exc).__name__}: {exc}")
             return False
         self.written.append((what, path))
         return True
