@@ -222,7 +222,10 @@ def throughput_figure(device: str, results: Sequence[BenchResult], peak: Peak | 
         )
     axes.set_xlim(0, top * 1.35)
     axes.set_ylim(-0.6, len(results) - 0.1)
-    axes.set_xlabel("GB/s (bytes moved per call / median time; hatched: bytes inferred from tensors)")
+    label = "GB/s (bytes moved per call / median time"
+    if any(r.bytes_inferred for r in results):
+        label += "; hatched: bytes inferred from the tensors"
+    axes.set_xlabel(label + ")")
     axes.set_title(f"Bandwidth on {device}", fontsize=10)
     axes.grid(axis="x", alpha=0.3)
     if with_flops:
