@@ -104,13 +104,24 @@ class Reports:
             if summary and settings.timing and results:
                 text = self.markdown(results)
                 self._write("GitHub step summary", Path(summary), lambda: _append_text(Path(summary), text))
-        if settings.json is not None:
+        if settings.json is not None and self._xdist_controller_without_results(results):
+            shards = jsonreport.shard_path(settings.json, "gw*")
+            self.notes.append(
+                f"the results are in the xdist workers' files {shards}; combine them with "
+                f"`python -m pytest_kernelperf merge {shards} -o {settings.json}`"
+            )
+        elif settings.json is not None:
             path = settings.json if self.worker is None else jsonreport.shard_path(settings.json, self.worker)
             failed |= not self._write(
                 "JSON", path, lambda: jsonreport.write(path, self.run_report(results, path))
             )
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+    def _xdist_controller_without_results(self, results: list[BenchResult]) -> bool:
+        # Under pytest-xdist the tests, and so the results, live in the workers, which write their
+        # own files; an empty file from the controller would only hide them.
+        return self.worker is None and not results and self.config.pluginmanager.has_plugin("dsession")
 
     def _measure_peaks(self, results: list[BenchResult]) -> None:
         wanted = {r.device for r in results if r.bytes and r.median_ms}

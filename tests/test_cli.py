@@ -200,3 +200,19 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "a threshold must lie strictly between 0 and 1" in capsys.readouterr().err
     assert cli("compare", "missing-old.json", "missing-new.json")[0] == 2
     assert "missing-old.json: no such file" in capsys.readouterr().err
+
+
+def test_xdist_workers_write_shards_that_merge_into_one_run(project: Project) -> None:
+    setup(project)
+    times(project)
+    project.monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    result = project.pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "2", "--kernelperf", "--kernelperf-json=out/run.json"
+    )
+    result.assert_outcomes(passed=5)
+    result.stdout.fnmatch_lines(["*results are in the xdist workers' files out/run.gw[*].json*merge*"])
+    out = project.pytester.path / "out"
+    shards = sorted(out.glob("run.gw*.json"))
+    assert [p.name for p in shards] == ["run.gw0.json", "run.gw1.json"] and not (out / "run.json").exists()
+    assert cli("merge", *map(str, shards), "-o", str(out / "run.json"))[0] == 0
+    assert len(jsonreport.load(out / "run.json").results) == 6

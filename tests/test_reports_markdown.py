@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+import pytest
 from conftest import Project
 from reportkit import KERNELS, RATIO, mixed_verdicts, setup, times
 
@@ -84,3 +85,13 @@ def test_junit_xml_carries_median_baseline_change_and_verdict(project: Project) 
     ratio = props("test_ratio")
     assert abs(float(ratio["kernelperf.ratio"]) - 1.2) < 0.02
     assert ratio["kernelperf.max_ratio"] == "1.5" and ratio["kernelperf.max_ratio_exceeded"] == "no"
+
+
+def test_a_report_that_cannot_be_written_is_said_and_fails_the_run(project: Project) -> None:
+    setup(project)
+    times(project)
+    (project.pytester.path / "taken").write_text("a file, not a folder")
+    result = project.run("--kernelperf", "--kernelperf-markdown=taken/summary.md")
+    result.assert_outcomes(passed=5)  # the tests themselves passed
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["kernelperf: could not write the markdown to taken/summary.md: *"])
