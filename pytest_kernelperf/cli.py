@@ -3,6 +3,7 @@
     python -m pytest_kernelperf compare OLD.json NEW.json      # exit 1 on a regression
     python -m pytest_kernelperf merge A.json B.json -o ALL.json
     python -m pytest_kernelperf update-baselines RUN.json [--baseline-dir DIR]
+    python -m pytest_kernelperf report RUN.json [--markdown PATH] [--plot DIR]
 
 Exit status: 0 on success, 1 when `compare` finds a regression, 2 for a usage or file error.
 """
@@ -18,6 +19,7 @@ from typing import TextIO
 
 from . import jsonreport, report, runs
 from .compare import Verdict, parse_threshold
+from .results import BenchResult
 
 ANSI = {"bad": "\x1b[31;1m", "good": "\x1b[32m", "warn": "\x1b[33m", "bold": "\x1b[1m"}
 RESET = "\x1b[0m"
@@ -84,6 +86,19 @@ def parser() -> argparse.ArgumentParser:
         default=Path("baselines"),
         help="folder of the YAML baselines (default: ./baselines, the plugin's default at the rootdir)",
     )
+
+    show = commands.add_parser(
+        "report",
+        help="print a run file's table; write its markdown summary and plots (e.g. after merge)",
+        description="The end-of-run table of a saved run, and optionally its markdown summary and "
+        "plots: for runs whose reports were not written at the time (xdist shards, merged CI jobs).",
+    )
+    show.add_argument("run", type=Path, metavar="RUN.json")
+    show.add_argument(
+        "--markdown", type=Path, metavar="PATH", help="write a markdown summary ('-': print it)"
+    )
+    show.add_argument("--plot", type=Path, metavar="DIR", help="write PNG plots (needs matplotlib)")
+    show.add_argument("--color", choices=("auto", "yes", "no"), default="auto", help="colour the table")
     return main
 
 
@@ -95,6 +110,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             return _compare(args, out)
         if args.command == "merge":
             return _merge(args, out)
+        if args.command == "report":
+            return _report(args, out)
         return _update(args, out)
     except (CliError, jsonreport.RunFileError, runs.MergeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -141,14 +158,7 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         artifacts={"compared": [str(args.old), str(args.new)]},
     )
     if args.plot is not None:
-        from . import plots
-
-        try:
-            written = plots.write_all(args.plot, results, new.peaks)
-        except plots.PlotError as exc:
-            raise CliError(str(exc)) from None
-        judged.artifacts["plots"] = [str(p) for p in written]
-        print(f"wrote {len(written)} plots to {args.plot}", file=out)
+        judged.artifacts["plots"] = [str(p) for p in _plots(args.plot, results, new, out)]
     if args.markdown is not None:
         text = report.markdown(
             results,
@@ -163,6 +173,40 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         _write(args.json, lambda: jsonreport.write(args.json, judged))
         print(f"wrote the JSON to {args.json}", file=out)
     return 1 if any(r.verdict is Verdict.SLOWER for r in results) else 0
+
+
+def _plots(
+    folder: Path, results: Sequence[BenchResult], run: jsonreport.RunReport, out: TextIO
+) -> list[Path]:
+    from . import plots
+
+    try:
+        written = plots.write_all(folder, results, run.peaks)
+    except plots.PlotError as exc:
+        raise CliError(str(exc)) from None
+    except OSError as exc:
+        raise CliError(f"cannot write plots to {folder}: {exc}") from None
+    print(f"wrote {len(written)} plots to {folder}", file=out)
+    return written
+
+
+def _report(args: argparse.Namespace, out: TextIO) -> int:
+    run = _load(args.run)
+    text = (
+        report.markdown(run.results, run.peaks, environment=jsonreport.devices_by_name(run.devices))
+        if args.markdown is not None
+        else ""
+    )
+    if args.markdown == Path("-"):
+        print(text, file=out)
+        return 0
+    _print_lines(report.styled_lines(run.results, run.peaks), out, _colour(args.color, out))
+    if args.markdown is not None:
+        _write(args.markdown, lambda: _write_text(args.markdown, text))
+        print(f"wrote the markdown to {args.markdown}", file=out)
+    if args.plot is not None:
+        _plots(args.plot, run.results, run, out)
+    return 0
 
 
 def _write_text(path: Path, text: str) -> None:

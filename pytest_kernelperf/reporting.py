@@ -108,7 +108,8 @@ class Reports:
             shards = jsonreport.shard_path(settings.json, "gw*")
             self.notes.append(
                 f"the results are in the xdist workers' files {shards}; combine them with "
-                f"`python -m pytest_kernelperf merge {shards} -o {settings.json}`"
+                f"`python -m pytest_kernelperf merge {shards} -o {settings.json}` (and `report "
+                f"{settings.json} --markdown PATH --plot DIR` for the summary and plots)"
             )
         elif settings.json is not None:
             path = settings.json if self.worker is None else jsonreport.shard_path(settings.json, self.worker)

@@ -216,3 +216,18 @@ def test_xdist_workers_write_shards_that_merge_into_one_run(project: Project) ->
     assert [p.name for p in shards] == ["run.gw0.json", "run.gw1.json"] and not (out / "run.json").exists()
     assert cli("merge", *map(str, shards), "-o", str(out / "run.json"))[0] == 0
     assert len(jsonreport.load(out / "run.json").results) == 6
+
+
+def test_report_renders_a_saved_run(project: Project) -> None:
+    _, new = two_runs(project)
+    folder = new.parent
+    code, text = cli(
+        "report", str(new), "--color=no", "--markdown", str(folder / "r.md"), "--plot", str(folder / "r")
+    )
+    assert code == 0
+    assert "kernelperf: 3 same, 1 slower, 1 faster, 1 new" in text and "wrote 3 plots to" in text
+    assert (
+        (folder / "r.md").read_text().startswith("### pytest-kernelperf: 3 same, 1 slower, 1 faster, 1 new")
+    )
+    code, text = cli("report", str(new), "--markdown", "-")
+    assert code == 0 and text.startswith("### pytest-kernelperf: 3 same, 1 slower")
