@@ -18,6 +18,8 @@ import torch.nn.functional as F
 
 SQRT_2_OVER_PI = 0.79788456
 CUDA_SOURCE = Path(__file__).with_name("gelu.cu")
+# The lecture's float64 math: a deliberately slower variant, not one of the five (see gelu_double.cu).
+CUDA_DOUBLE_SOURCE = Path(__file__).with_name("gelu_double.cu")
 
 
 def manual_gelu(x: torch.Tensor) -> torch.Tensor:
@@ -35,6 +37,11 @@ def cuda_gelu(x: torch.Tensor) -> torch.Tensor:
     return _cuda_extension()(x)
 
 
+def cuda_gelu_double(x: torch.Tensor) -> torch.Tensor:
+    """The CUDA GELU computed in float64 (the lecture's `tanh` and double literals)."""
+    return _inline_extension("kernelperf_example_gelu_double", CUDA_DOUBLE_SOURCE)(x)
+
+
 @cache
 def _cuda_extension() -> Callable[[torch.Tensor], torch.Tensor]:
     """The CUDA GELU: the ahead-of-time build (cuda_ext/setup.py) if installed, else load_inline.
@@ -49,12 +56,17 @@ def _cuda_extension() -> Callable[[torch.Tensor], torch.Tensor]:
         pass
     else:
         return gelu_extension.gelu  # type: ignore[no-any-return]
+    return _inline_extension("kernelperf_example_gelu", CUDA_SOURCE)
+
+
+@cache
+def _inline_extension(name: str, source: Path) -> Callable[[torch.Tensor], torch.Tensor]:
     from torch.utils.cpp_extension import load_inline
 
     module = load_inline(
-        name="kernelperf_example_gelu",
+        name=name,
         cpp_sources=["torch::Tensor gelu(torch::Tensor x);"],
-        cuda_sources=[CUDA_SOURCE.read_text()],
+        cuda_sources=[source.read_text()],
         functions=["gelu"],
         extra_cflags=["-O2"],
         extra_cuda_cflags=["-O2"],

@@ -17,6 +17,8 @@ Layout::
             environment: {torch: '2.11.0', ...}
             device_time: {method: cupti, median_ms: ..., ci_ms: [...], n: ..., quantiles_ms: [...]}
             host_latency: {...}   # CUDA only
+            kernels:              # optional: the device kernels of one call, sorted by name
+            - {launches: 1, ms: 0.508, name: triton_gelu_kernel, share: 1.0, code: 3f2a9c01b7de}
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from typing import Any
 
 import yaml
 
+from .inventory import KernelRecord
+
 SCHEMA_VERSION = 1
 MAX_FILE_BYTES = 8 * 1024 * 1024
 HEADER = (
@@ -44,6 +48,7 @@ METRICS = ("device_time", "host_latency")
 CACHE_MODES = ("hot", "cold")
 # Built-in methods are wall-clock, cuda-event, cuda-graph and cupti; a timer plugin may name its own.
 _METHOD = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
+_CODE_HASH = re.compile(r"^[0-9a-f]{8,64}$")
 _CONFLICT_MARKER = re.compile(r"^(<<<<<<<|>>>>>>>|=======)( |$)", re.MULTILINE)
 
 
@@ -73,6 +78,7 @@ class BaselineEntry:
     recorded: str
     environment: dict[str, str] = field(default_factory=dict)
     host_latency: MetricRecord | None = None
+    kernels: tuple[KernelRecord, ...] | None = None  # None: no inventory recorded (CPU, or older file)
 
 
 @dataclass(frozen=True)
@@ -196,7 +202,7 @@ def _validate(data: Any, path: Path) -> dict[EntryKey, BaselineEntry]:
 
 def _entry(value: Any, path: Path, line: int, where: str) -> BaselineEntry:
     record = _expect_mapping(value, path, line, where)
-    _only_keys(record, {"recorded", "environment", *METRICS}, path, where)
+    _only_keys(record, {"recorded", "environment", "kernels", *METRICS}, path, where)
     for key in ("recorded", "device_time"):
         if key not in record:
             raise BaselineError(path, f"{where}: missing {key}", record.line)
@@ -225,7 +231,48 @@ def _entry(value: Any, path: Path, line: int, where: str) -> BaselineEntry:
         host_latency=metrics.get("host_latency"),
         recorded=recorded,
         environment={str(k): str(v) for k, v in environment.items()},
+        kernels=_kernels(record["kernels"], path, record.key_lines["kernels"], where)
+        if "kernels" in record
+        else None,
     )
+
+
+def _kernels(value: Any, path: Path, line: int, where: str) -> tuple[KernelRecord, ...]:
+    if not isinstance(value, list):
+        raise BaselineError(path, f"{where}: kernels must be a list of mappings", line)
+    out: list[KernelRecord] = []
+    seen: dict[str, int] = {}
+    for item in value:
+        record = _expect_mapping(item, path, line, f"{where}: each item of kernels")
+        at = record.line
+        _only_keys(record, {"name", "launches", "share", "ms", "code"}, path, f"{where}: kernels")
+        missing = sorted({"name", "launches", "share", "ms"} - set(record))
+        if missing:
+            raise BaselineError(path, f"{where}: kernels item missing {', '.join(missing)}", at)
+        name, launches, code = record["name"], record["launches"], record.get("code")
+        if not isinstance(name, str) or not name:
+            raise BaselineError(path, f"{where}: kernels name must be a non-empty string, got {name!r}", at)
+        if name in seen:
+            raise BaselineError(
+                path, f"{where}: kernel {name!r} listed twice (first on line {seen[name]})", at
+            )
+        seen[name] = at
+        if not isinstance(launches, int) or isinstance(launches, bool) or launches < 1:
+            raise BaselineError(
+                path, f"{where}: launches of {name!r} must be a positive whole number, got {launches!r}", at
+            )
+        share = _non_negative(record["share"], path, at, f"{where}: share of {name!r}")
+        if share > 1:
+            raise BaselineError(
+                path, f"{where}: share of {name!r} must lie between 0 and 1, got {share!r}", at
+            )
+        ms = _non_negative(record["ms"], path, at, f"{where}: ms of {name!r}")
+        if code is not None and (not isinstance(code, str) or not _CODE_HASH.match(code)):
+            raise BaselineError(
+                path, f"{where}: code of {name!r} must be a hex hash such as 3f2a9c01b7de, got {code!r}", at
+            )
+        out.append(KernelRecord(name=name, launches=launches, share=share, ms=ms, code=code))
+    return tuple(sorted(out, key=lambda k: k.name))
 
 
 def _metric(value: Any, path: Path, line: int, where: str) -> MetricRecord:
@@ -257,6 +304,12 @@ def _metric(value: Any, path: Path, line: int, where: str) -> MetricRecord:
         raise BaselineError(path, f"{where}: quantiles_ms must be a non-empty list", at("quantiles_ms"))
     values = tuple(_positive(v, path, at("quantiles_ms"), f"{where}: quantiles_ms") for v in quantiles)
     return MetricRecord(method=method, median_ms=median, ci_ms=(low, high), n=n, quantiles_ms=values)
+
+
+def _non_negative(value: Any, path: Path, line: int, where: str) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
+        return 0.0
+    return _positive(value, path, line, where)
 
 
 def _positive(value: Any, path: Path, line: int, where: str) -> float:
@@ -310,6 +363,10 @@ class _FlowList(list[float]):
     """A list written on one line."""
 
 
+class _FlowDict(dict[str, Any]):
+    """A mapping written on one line: one kernel, one line of a review diff."""
+
+
 class _Dumper(yaml.SafeDumper):
     def ignore_aliases(self, data: Any) -> bool:
         return True  # never write anchors: every value is spelled out where it is used
@@ -336,6 +393,12 @@ def as_stored(entry: BaselineEntry) -> BaselineEntry:
         entry,
         device_time=_rounded_metric(entry.device_time),
         host_latency=_rounded_metric(entry.host_latency) if entry.host_latency else None,
+        kernels=None
+        if entry.kernels is None
+        else tuple(
+            replace(k, share=rounded(k.share), ms=rounded(k.ms))
+            for k in sorted(entry.kernels, key=lambda k: k.name)
+        ),
     )
 
 
@@ -351,6 +414,9 @@ def _represent_float(dumper: yaml.SafeDumper, value: float) -> yaml.ScalarNode:
 
 _Dumper.add_representer(float, _represent_float)
 _Dumper.add_representer(
+    _FlowDict, lambda dumper, data: dumper.represent_mapping("tag:yaml.org,2002:map", data, flow_style=True)
+)
+_Dumper.add_representer(
     _FlowList, lambda dumper, data: dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True)
 )
 
@@ -365,6 +431,13 @@ def _metric_data(record: MetricRecord) -> dict[str, Any]:
     }
 
 
+def _kernel_data(kernel: KernelRecord) -> _FlowDict:
+    data = _FlowDict(name=kernel.name, launches=kernel.launches, share=kernel.share, ms=kernel.ms)
+    if kernel.code is not None:
+        data["code"] = kernel.code
+    return data
+
+
 def dump(entries: Mapping[EntryKey, BaselineEntry]) -> str:
     """Deterministic text of a baseline file: the same entries always give the same bytes."""
     tree: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
@@ -376,6 +449,8 @@ def dump(entries: Mapping[EntryKey, BaselineEntry]) -> str:
         }
         if entry.host_latency is not None:
             data["host_latency"] = _metric_data(entry.host_latency)
+        if entry.kernels is not None:
+            data["kernels"] = [_kernel_data(k) for k in sorted(entry.kernels, key=lambda k: k.name)]
         tree.setdefault(key.test, {}).setdefault(key.device, {})[key.cache] = data
     body = yaml.dump(
         {"entries": tree},

@@ -17,6 +17,8 @@ from .baselines import BaselineEntry, BaselineError, BaselineStore, EntryKey, Me
 from .check import Mismatch, assert_matches
 from .compare import Comparison, Verdict, compare
 from .device import DeviceInfo
+from .explain import regression_details
+from .profile import CallProfile, ProfileRequest, artifact_folder
 from .ratio import RatioCheck, check_ratio, ratio_message, validate_max_ratio
 from .results import BenchResult
 from .roofline import tensor_bytes
@@ -36,6 +38,7 @@ class Hooks:
     make_timer: Callable[[Settings, DeviceInfo], Timer]
     device_info: Callable[[str], DeviceInfo]
     now: Callable[[], _dt.datetime] = lambda: _dt.datetime.now(_dt.timezone.utc)
+    profile: Callable[[ProfileRequest], CallProfile] | None = None
 
 
 class KernelBench:
@@ -200,18 +203,26 @@ class KernelBench:
         for note in timing.notes:
             self._hooks.warn(f"{self.nodeid}: {note}")
         ratio = self._time_reference(versus, timing, device, key, timer) if versus else None
-        entry = as_stored(self._entry(timing, device))
+        result = self._judge(timing, baseline, device, name, path, nbytes, flops)
+        profiled = self._profile(fn, call, device, name, result.verdict)
+        entry = as_stored(self._entry(timing, device, profiled))
         result = replace(
-            self._judge(timing, baseline, device, name, path, nbytes, flops),
+            result,
             bytes_inferred=bytes_inferred,
             ratio=ratio,
             baseline_ci_ms=baseline.device_time.ci_ms if baseline else None,
             entry=entry,
         )
+        if profiled is not None:
+            result = replace(
+                result,
+                artifacts=tuple(str(p) for p in profiled.artifacts),
+                notes=result.notes + profiled.notes,
+            )
         if self.settings.update:
             self._store.stage(path, key, entry)
         self._record(result)
-        self._enforce(result, baseline, path)
+        self._enforce(result, baseline, path, _environment(timing, device), profiled)
         return result
 
     def _time_reference(
@@ -243,6 +254,34 @@ class KernelBench:
             self._hooks.warn(f"{self.nodeid}: {check.reason}; max_ratio was not checked")
         return check
 
+    def _profile(
+        self,
+        fn: Callable[..., Any],
+        call: Callable[[], Any],
+        device: DeviceInfo,
+        name: str | None,
+        verdict: Verdict,
+    ) -> CallProfile | None:
+        """Profile the call once more, after its timing: for everything with --kernelperf-profile,
+        for a slower or unreliable verdict (to explain it), and for the kernel inventory of an update."""
+        settings = self.settings
+        explain = not settings.update and verdict in (Verdict.SLOWER, Verdict.UNRELIABLE)
+        write_files = settings.profile or explain
+        if self._hooks.profile is None or not (write_files or settings.update):
+            return None
+        request = ProfileRequest(
+            call=call,
+            device=device,
+            folder=artifact_folder(settings.artifacts, self.nodeid, name) if write_files else None,
+            with_stack=settings.profile_stack,
+            fn=fn,
+            label=self.nodeid if name is None else f"{self.nodeid} [{name}]",
+        )
+        try:
+            return self._hooks.profile(request)
+        except Exception as exc:  # a failing profiler must not hide the verdict it was to explain
+            return CallProfile(notes=(f"profiling failed: {type(exc).__name__}: {exc}",))
+
     def _baseline(self, path: Path, key: EntryKey) -> BaselineEntry | None:
         __tracebackhide__ = True
         try:
@@ -268,7 +307,10 @@ class KernelBench:
         comparison = _compare_metric(measured, baseline.device_time if baseline else None, threshold, alpha)
         host = timing.host_latency
         host_base = baseline.host_latency if baseline else None
-        host_comparison = _compare_metric(host, host_base, threshold, alpha) if host is not None else None
+        host_threshold = self.settings.host_threshold
+        host_comparison = (
+            _compare_metric(host, host_base, host_threshold, alpha) if host is not None else None
+        )
         verdict = comparison.verdict
         notes = list(timing.notes)
         if timing.health is not None:
@@ -307,7 +349,14 @@ class KernelBench:
             wall_s=timing.wall_s,
         )
 
-    def _enforce(self, result: BenchResult, baseline: BaselineEntry | None, path: Path) -> None:
+    def _enforce(
+        self,
+        result: BenchResult,
+        baseline: BaselineEntry | None,
+        path: Path,
+        environment: dict[str, str],
+        profiled: CallProfile | None,
+    ) -> None:
         __tracebackhide__ = True
         # The ratio is a property of the code, not of a baseline: it holds in updates too.
         if result.ratio is not None and result.ratio.exceeded:
@@ -317,7 +366,8 @@ class KernelBench:
             return
         if result.verdict is Verdict.SLOWER:
             assert baseline is not None
-            self._hooks.fail(regression_message(result, baseline, path))
+            details = regression_details(baseline, environment, profiled)
+            self._hooks.fail(regression_message(result, baseline, path, details))
         if result.verdict is Verdict.NEW and self.settings.strict:
             self._hooks.fail(
                 f"no baseline for {result.label} on {result.device} ({self.settings.cache} cache) in {path} "
@@ -331,21 +381,27 @@ class KernelBench:
                 "got slower (device time decides the verdict)"
             )
 
-    def _entry(self, timing: Timing, device: DeviceInfo) -> BaselineEntry:
+    def _entry(self, timing: Timing, device: DeviceInfo, profiled: CallProfile | None) -> BaselineEntry:
         host = timing.host_latency
-        environment = dict(device.environment)
-        if timing.health is not None:
-            environment["sm_clock_mhz"] = str(timing.health.end.sm_clock_mhz)
         return BaselineEntry(
             device_time=_record_of(timing.device_time),
             host_latency=_record_of(host) if host is not None else None,
             recorded=self._hooks.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
-            environment=environment,
+            environment=_environment(timing, device),
+            kernels=profiled.kernels if profiled is not None else None,
         )
 
     def _record(self, result: BenchResult) -> BenchResult:
         self._hooks.record(result)
         return result
+
+
+def _environment(timing: Timing, device: DeviceInfo) -> dict[str, str]:
+    """The device's environment and the SM clock read at the end of the measurement."""
+    environment = dict(device.environment)
+    if timing.health is not None:
+        environment["sm_clock_mhz"] = str(timing.health.end.sm_clock_mhz)
+    return environment
 
 
 def _bind(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Callable[[], Any]:
@@ -392,7 +448,9 @@ def _record_of(metric: Metric) -> MetricRecord:
     )
 
 
-def regression_message(result: BenchResult, baseline: BaselineEntry, path: Path) -> str:
+def regression_message(
+    result: BenchResult, baseline: BaselineEntry, path: Path, details: Sequence[str] = ()
+) -> str:
     comparison = result.comparison
     assert comparison is not None and result.median_ms is not None and result.ci_ms is not None
     base = baseline.device_time
@@ -406,5 +464,6 @@ def regression_message(result: BenchResult, baseline: BaselineEntry, path: Path)
         f"over {len(result.samples_ms)} samples, baseline {base.ci_ms[0]:.4g}-{base.ci_ms[1]:.4g} ms "
         f"over {base.n}.\n"
         f"  method: {result.method}, {result.cache} cache; baseline: {path} (recorded {baseline.recorded}).\n"
-        f"  {UPDATE_HINT}"
+        + "".join(f"  {line}\n" for line in details)
+        + f"  {UPDATE_HINT}"
     )

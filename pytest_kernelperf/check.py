@@ -94,7 +94,9 @@ def _compare_tensors(
         diff = (a64 - e64).abs()
         both_nan = a64.isnan() & e64.isnan()
         same_inf = a64.isinf() & e64.isinf() & (a64 == e64)
-        close = (diff <= atol + rtol * e64.abs()) | both_nan | same_inf
+        # Infinities compare by equality alone: |inf - (-inf)| <= rtol * inf would pass.
+        finite = a64.isfinite() & e64.isfinite()
+        close = (finite & (diff <= atol + rtol * e64.abs())) | both_nan | same_inf
         bad = ~close
     count = int(bad.sum())
     if count == 0:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     import pytest
 
     from .device import DeviceInfo
+    from .profile import CallProfile, ProfileRequest
     from .settings import Settings
     from .timing import Timer
 
@@ -36,4 +37,18 @@ def pytest_kernelperf_device_info(config: pytest.Config, kind: str) -> DeviceInf
 
     The built-in implementation names the GPU model or CPU model. Return another name to share
     baselines between devices you consider equivalent, or to split devices you do not.
+    """
+
+
+@hookspec(firstresult=True)
+def pytest_kernelperf_profile_call(
+    config: pytest.Config, profile_request: ProfileRequest
+) -> CallProfile | None:
+    """Profile one call after its timing; return its kernel inventory and the artefacts written.
+
+    Called with ``--kernelperf-profile``, for a call whose verdict is slower or unreliable (to
+    explain it), and on ``--kernelperf-update-baselines`` for the kernel inventory (then
+    ``profile_request.folder`` is None: write no files). The built-in implementation runs
+    torch.profiler (pytest_kernelperf.profile.capture); pytest_kernelperf.testing.FakeProfiler is
+    a deterministic stand-in for tests.
     """

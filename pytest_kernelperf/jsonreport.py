@@ -22,6 +22,7 @@ from typing import Any
 from .baselines import BaselineEntry, MetricRecord
 from .compare import TEST_NAME, Comparison, Verdict
 from .device import DeviceInfo
+from .inventory import KernelRecord
 from .ratio import RatioCheck
 from .results import BenchResult
 from .roofline import Peak, figures
@@ -105,6 +106,17 @@ def _entry(entry: BaselineEntry | None) -> dict[str, Any] | None:
         "environment": dict(entry.environment),
         "device_time": _metric_record(entry.device_time),
         "host_latency": _metric_record(entry.host_latency),
+        "kernels": None if entry.kernels is None else [_kernel(k) for k in entry.kernels],
+    }
+
+
+def _kernel(kernel: KernelRecord) -> dict[str, Any]:
+    return {
+        "name": kernel.name,
+        "launches": kernel.launches,
+        "share": kernel.share,
+        "ms": kernel.ms,
+        "code": kernel.code,
     }
 
 
@@ -381,11 +393,32 @@ def _entry_from(reader: _Reader | None) -> BaselineEntry | None:
         return None
     device_time = _metric_record_from(reader.child("device_time"))
     assert device_time is not None
+    kernels = reader.raw("kernels", None)
+    if kernels is not None and not isinstance(kernels, list):
+        raise reader.fail("kernels", f"expected a list or null, got {_kind(kernels)}")
     return BaselineEntry(
         device_time=device_time,
         recorded=reader.req_text("recorded"),
         environment=reader.text_map("environment"),
         host_latency=_metric_record_from(reader.child("host_latency", optional=True)),
+        kernels=None
+        if kernels is None
+        else tuple(
+            _kernel_from(_Reader(k, reader.source, f"{reader.where}.kernels[{i}]"))
+            for i, k in enumerate(kernels)
+        ),
+    )
+
+
+def _kernel_from(reader: _Reader) -> KernelRecord:
+    launches = reader.whole("launches")
+    assert launches is not None
+    return KernelRecord(
+        name=reader.req_text("name"),
+        launches=launches,
+        share=reader.req_number("share"),
+        ms=reader.req_number("ms"),
+        code=reader.text("code", optional=True),
     )
 
 

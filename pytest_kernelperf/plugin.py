@@ -13,6 +13,7 @@ import pytest
 
 from . import hookspec
 from .device import DeviceInfo
+from .profile import CallProfile, ProfileRequest
 from .session import KernelperfSession
 from .settings import OPTIONS, Settings, SettingsError, resolve
 from .timing import Timer, make_timer
@@ -73,6 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
         make_timer=lambda s, device: _make_timer(config, s, device),
         device_info=lambda kind: _device_info(config, kind),
         fail=_fail,
+        profile=lambda request: _profile_call(config, request),
     )
     from .reporting import Reports  # the -v words, JUnit properties, summary table and report files
 
@@ -97,6 +99,18 @@ def _device_info(config: pytest.Config, kind: str) -> DeviceInfo:
 @pytest.hookimpl(trylast=True)
 def pytest_kernelperf_make_timer(config: pytest.Config, settings: Settings, device: DeviceInfo) -> Timer:
     return make_timer(settings.timer, device)
+
+
+def _profile_call(config: pytest.Config, request: ProfileRequest) -> CallProfile:
+    profiled: CallProfile = config.hook.pytest_kernelperf_profile_call(config=config, profile_request=request)
+    return profiled
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_kernelperf_profile_call(config: pytest.Config, profile_request: ProfileRequest) -> CallProfile:
+    from .profile import capture
+
+    return capture(profile_request)
 
 
 @pytest.hookimpl(trylast=True)

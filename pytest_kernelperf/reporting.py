@@ -164,6 +164,7 @@ class Reports:
             settings={
                 "threshold": settings.threshold,
                 "alpha": settings.alpha,
+                "host_threshold": settings.host_threshold,
                 "timer": settings.timer,
                 "cache": settings.cache,
                 "strict": settings.strict,
@@ -207,6 +208,11 @@ class Reports:
             terminalreporter.line(f"kernelperf: wrote the {what} to {path}")
         for note in self.notes:
             terminalreporter.line(f"kernelperf: {note}", yellow=True)
+        artefacts = report.artifact_lines(self.state.results)
+        if artefacts:
+            terminalreporter.section("kernelperf profiles")
+            for artefact in artefacts:
+                terminalreporter.line(artefact)
         updates = report.update_lines(self.state.updates)
         if updates:
             terminalreporter.section("kernelperf baselines updated")

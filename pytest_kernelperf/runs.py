@@ -25,6 +25,7 @@ from .roofline import Peak
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.01
+DEFAULT_HOST = 0.5
 
 ResultKey = tuple[str, str, str, str]  # module, test id, device, cache: one baseline entry
 
@@ -77,13 +78,20 @@ def compare_runs(
         a = alpha if alpha is not None else (used.alpha if used and used.alpha else None)
         t = t if t is not None else _setting(new, "threshold", DEFAULT_THRESHOLD)
         a = a if a is not None else _setting(new, "alpha", DEFAULT_ALPHA)
-        judged.append(_judge(result, baselines.get(key), old_source, t, a))
+        host = result.host_comparison
+        host_t = host.threshold if host and host.threshold else _setting(new, "host_threshold", DEFAULT_HOST)
+        judged.append(_judge(result, baselines.get(key), old_source, t, a, host_t))
     missing = [key for key in map(key_of, old.results) if key not in seen]
     return judged, list(dict.fromkeys(missing))
 
 
 def _judge(
-    result: BenchResult, base: BaselineEntry | None, source: str, threshold: float, alpha: float
+    result: BenchResult,
+    base: BaselineEntry | None,
+    source: str,
+    threshold: float,
+    alpha: float,
+    host_threshold: float,
 ) -> BenchResult:
     assert result.entry is not None and result.method is not None
     if base is None:
@@ -123,7 +131,9 @@ def _judge(
     host_comparison = None
     mine, theirs = result.entry.host_latency, base.host_latency
     if mine is not None and theirs is not None and mine.method == theirs.method:
-        host_comparison = compare(mine.quantiles_ms, theirs.quantiles_ms, threshold=threshold, alpha=alpha)
+        host_comparison = compare(
+            mine.quantiles_ms, theirs.quantiles_ms, threshold=host_threshold, alpha=alpha
+        )
     return replace(
         result,
         verdict=verdict,

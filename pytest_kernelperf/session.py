@@ -9,6 +9,7 @@ from typing import Any, NoReturn
 from .baselines import BaselineStore, FileUpdate
 from .bench import Hooks, KernelBench
 from .device import DeviceInfo
+from .profile import CallProfile, ProfileRequest
 from .results import BenchResult
 from .settings import Settings
 from .timing import Timer
@@ -26,6 +27,7 @@ class KernelperfSession:
         make_timer: Callable[[Settings, DeviceInfo], Timer],
         device_info: Callable[[str], DeviceInfo],
         fail: Callable[[str], NoReturn],
+        profile: Callable[[ProfileRequest], CallProfile] | None = None,
     ) -> None:
         self.settings = settings
         self.store = BaselineStore(settings.baseline_dir)
@@ -34,6 +36,7 @@ class KernelperfSession:
         self._make_timer = make_timer
         self._device_info = device_info
         self._fail = fail
+        self._profile = profile
         self._device_cache: dict[str, DeviceInfo] = {}
 
     def bench(self, nodeid: str, marker_kwargs: dict[str, Any] | None, device: str) -> KernelBench:
@@ -46,6 +49,7 @@ class KernelperfSession:
             record=self.results.append,
             make_timer=self._make_timer,
             device_info=self._cached_device_info,
+            profile=self._profile,
         )
         return KernelBench(nodeid=nodeid, settings=settings, store=self.store, hooks=hooks, device=device)
 

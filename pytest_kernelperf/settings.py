@@ -112,8 +112,21 @@ OPTIONS: tuple[Option, ...] = (
         _fraction,
         marker=True,
     ),
+    Option(
+        "host_threshold",
+        "relative change of host latency per call (the launch path) that draws a warning; default 0.5. "
+        "Host latency varies more between processes than device time, so it warns and never fails",
+        _fraction,
+        marker=True,
+    ),
     Option("baseline_dir", "folder of the YAML baselines; default 'baselines' under the rootdir", _path),
-    Option("profile", "capture a torch.profiler table and Chrome trace per timed call", _bool, flag=True),
+    Option(
+        "profile",
+        "capture a torch.profiler table, Chrome trace and kernel inventory per timed call (slower and "
+        "unreliable calls are always profiled)",
+        _bool,
+        flag=True,
+    ),
     Option(
         "artifacts", "folder for profiles and other artefacts; default '.kernelperf' under the rootdir", _path
     ),
@@ -140,6 +153,13 @@ OPTIONS: tuple[Option, ...] = (
         marker=True,
     ),
     Option("warmup", "least seconds of warm-up after the first call; default 0.025", _seconds, marker=True),
+    Option(
+        "profile_stack",
+        "also write folded stacks (export_stacks, for a flame graph) with each profile; costs one more "
+        "profiled run",
+        _bool,
+        flag=True,
+    ),
     # Reports (relative paths are relative to the current directory, like --junitxml).
     Option("json", "write every result, the environment and the artefact paths to this JSON file", _path),
     Option(
@@ -160,6 +180,7 @@ class Settings:
     strict: bool = False
     threshold: float = 0.05
     alpha: float = 0.01
+    host_threshold: float = 0.5
     baseline_dir: Path = Path("baselines")
     profile: bool = False
     artifacts: Path = Path(".kernelperf")
@@ -170,6 +191,7 @@ class Settings:
     max_time: float = 0.4
     target_ci: float = 0.005
     warmup: float = 0.025
+    profile_stack: bool = False
     json: Path | None = None
     markdown: Path | None = None
     plot: Path | None = None

@@ -1,4 +1,4 @@
-"""A deterministic timer for testing code that uses kernel_bench, without real timing noise.
+"""A deterministic timer and profiler for testing code that uses kernel_bench, without real noise.
 
 In a conftest.py::
 
@@ -14,10 +14,17 @@ with a small seeded jitter, the same on every run, so verdicts are reproducible.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
+from . import inventory
+from .inventory import KernelRecord
+from .profile import CallProfile, ProfileRequest
 from .timing import Metric, SamplingPlan, Target, Timing
 
 SEED_VARIABLE = "KERNELPERF_SCRIPTED_SEED"
@@ -40,3 +47,67 @@ class ScriptedTimer:
         count = max(self.samples, plan.min_samples)
         samples = tuple(float(fake_ms) * (1 + rng.gauss(0, self.jitter)) for _ in range(count))
         return Timing(device_time=Metric(self.method, samples))
+
+
+class FakeProfiler:
+    """A deterministic stand-in for torch.profiler, for tests of profiles and kernel inventories.
+
+    In a conftest.py::
+
+        from pytest_kernelperf.testing import FakeProfiler
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_kernelperf_profile_call(config, profile_request):
+            return FakeProfiler()(profile_request)
+
+    Then each profiled function states what it launches, as (kernel name, launches per call, ms per
+    launch) or (name, launches, ms, code hash): ``kernel.fake_kernels = [("triton_poi_fused_0", 1,
+    0.5)]``. A function without `fake_kernels` gives no inventory, like a CPU run. With a folder in
+    the request it writes `profile.txt` (the inventory as a table) and `trace.json` (one Chrome
+    trace event per launch), so that artefact paths can be checked too.
+    """
+
+    def __call__(self, request: ProfileRequest) -> CallProfile:
+        request.call()  # a kernel that raises must still raise under the fake profiler
+        spec = getattr(request.fn, "fake_kernels", None)
+        kernels = None if spec is None else self.records(spec)
+        artifacts: list[Path] = []
+        if request.folder is not None:
+            request.folder.mkdir(parents=True, exist_ok=True)
+            table = request.folder / "profile.txt"
+            table.write_text("\n".join(inventory.table(kernels or ())) + "\n", encoding="utf-8")
+            trace = request.folder / "trace.json"
+            trace.write_text(json.dumps({"traceEvents": self.trace_events(kernels or ())}), encoding="utf-8")
+            artifacts = [table, trace]
+        return CallProfile(kernels=kernels, artifacts=tuple(artifacts))
+
+    @staticmethod
+    def records(spec: Sequence[Sequence[Any]]) -> tuple[KernelRecord, ...]:
+        total = sum(int(item[1]) * float(item[2]) for item in spec)
+        return tuple(
+            sorted(
+                (
+                    KernelRecord(
+                        name=str(item[0]),
+                        launches=int(item[1]),
+                        share=round(int(item[1]) * float(item[2]) / total, 3) if total else 0.0,
+                        ms=inventory.round_sig(float(item[2])),
+                        code=str(item[3]) if len(item) > 3 else None,
+                    )
+                    for item in spec
+                ),
+                key=lambda k: k.name,
+            )
+        )
+
+    @staticmethod
+    def trace_events(kernels: Sequence[KernelRecord]) -> list[dict[str, Any]]:
+        events, start_us = [], 0.0
+        for kernel in kernels:
+            for _ in range(kernel.launches):
+                duration = kernel.ms * 1e3
+                events.append(
+                    {"name": kernel.name, "ph": "X", "ts": start_us, "dur": duration, "pid": 0, "tid": 7}
+                )
+                start_us += duration
+        return events

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -315,8 +316,24 @@ def capture_graph(call: Callable[[], object], calls: int) -> torch.cuda.CUDAGrap
                 call()
     except Exception as exc:
         torch.cuda.synchronize()
+        _reset_generators_after_failed_capture()
         raise TimingError(f"CUDA graph capture failed: {type(exc).__name__}: {exc}".strip()) from exc
     return graph
+
+
+def _reset_generators_after_failed_capture() -> None:
+    """A capture that fails at its end leaves torch's CUDA RNG believing it is still capturing, and
+    every later torch.randn on the GPU raises "Offset increment outside graph capture". A capture
+    that succeeds runs the generators' epilogue and puts them back."""
+    import torch
+
+    scratch = torch.zeros(1, device="cuda")
+    graph = torch.cuda.CUDAGraph()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.cuda.graph(graph):
+            scratch.add_(1)
+    torch.cuda.synchronize()
 
 
 class CuptiTimer:
@@ -367,23 +384,38 @@ def profile_device_activity(
 ) -> list[float]:
     """Durations in microseconds of the device activities of `calls` calls, in launch order."""
     import torch
-    from torch.autograd import DeviceType  # type: ignore[attr-defined]
     from torch.profiler import ProfilerActivity, profile
 
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            if flush is not None:
-                flush()
-            call()
-        torch.cuda.synchronize()
+    with warnings.catch_warnings():
+        # torch warns that a profiler without a schedule keeps one cycle's events: that is all we read.
+        warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(calls):
+                if flush is not None:
+                    flush()
+                call()
+            torch.cuda.synchronize()
+        events = prof.events()
     activity = [
         (event.time_range.start, event.time_range.elapsed_us())
-        for event in prof.events()
-        if event.device_type == DeviceType.CUDA
+        for event in events
+        if is_device_activity(event)
     ]
     activity.sort()
     return [float(duration) for _, duration in activity]
+
+
+def is_device_activity(event: Any) -> bool:
+    """A kernel, memcpy or memset the device ran, from torch.profiler's events.
+
+    GPU user annotations (record_function ranges mirrored on the device timeline, such as
+    torch.compile's "## Call CompiledFxGraph <hash> ##") span kernels rather than being one: summed
+    with them, a compiled function's device time would count its kernels twice.
+    """
+    from torch.autograd import DeviceType  # type: ignore[attr-defined]
+
+    return bool(event.device_type == DeviceType.CUDA and not getattr(event, "is_user_annotation", False))
 
 
 class AutoTimer:

@@ -10,7 +10,13 @@ import pytest
 # Imported here, before any in-process pytester run: pytester restores sys.modules after each run,
 # and a second import of torch's or numpy's C extensions in one process fails or crashes.
 import scipy.stats  # noqa: F401
-import torch  # noqa: F401
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+# The profiler's first use imports about 900 modules (dynamo, inductor); one of them registers a
+# TORCH_LIBRARY, which fails when pytester drops it after a run and a later run imports it again.
+with profile(activities=[ProfilerActivity.CPU]):
+    torch.zeros(1)
 
 SCRIPTED_CONFTEST = """
 import pytest

@@ -16,6 +16,7 @@ from pytest_kernelperf import jsonreport
 from pytest_kernelperf.baselines import BaselineEntry, MetricRecord
 from pytest_kernelperf.compare import Comparison, Verdict
 from pytest_kernelperf.device import DeviceInfo
+from pytest_kernelperf.inventory import KernelRecord
 from pytest_kernelperf.ratio import RatioCheck
 from pytest_kernelperf.results import BenchResult
 from pytest_kernelperf.roofline import Peak
@@ -100,8 +101,10 @@ def test_json_matches_the_documented_schema_and_reads_back(project: Project) -> 
 
     seen: set[str] = set()
     check_object(data, "", documented(), seen)
-    # Every documented object occurred at least once (host latency is CUDA-only).
-    assert set(documented()) - seen == {"results[].host_latency"}
+    # Every documented object occurred at least once (host latency and kernel inventories are CUDA-only).
+    assert set(documented()) - seen <= {"results[].host_latency", "results[].baseline_entry.kernels[]"}
+    check_object(jsonreport.result_to_dict(full_result()), "results[]", documented(), seen)
+    assert set(documented()) - seen == set()
 
     assert data["schema"] == "pytest-kernelperf-run" and data["schema_version"] == 1
     assert data["mode"] == "compare"
@@ -187,7 +190,16 @@ def full_result() -> BenchResult:
         bytes_inferred=True,
         ratio=RatioCheck("cupti", 0.25, (0.24, 0.26), (0.24, 0.25, 0.26), 2.05, 1.1, 1e-12, 0.01, True),
         baseline_ci_ms=(0.39, 0.41),
-        entry=BaselineEntry(record, "2026-11-30T00:00:00Z", {"torch": "2.11.0"}, host_latency=record),
+        entry=BaselineEntry(
+            record,
+            "2026-11-30T00:00:00Z",
+            {"torch": "2.11.0"},
+            host_latency=record,
+            kernels=(
+                KernelRecord("triton_gelu_kernel", 1, 1.0, 0.508, "3f2a9c01b7de"),
+                KernelRecord("memset", 2, 0.0, 0.0),
+            ),
+        ),
     )
 
 

@@ -1,0 +1,223 @@
+"""False alarms and detection power of kernel_bench's verdicts, across separate processes.
+
+One process records baselines of the Triton GELU at a small and a large size, written and read back
+through the real baseline files. Then COMPARISONS other processes, one after another, each measure
+the unchanged kernel (A/A) and slowed-down variants (3%, 5% and 10% more elements, kept a multiple
+of 16 so that Triton's alignment specialisation stays the same) and judge each against the stored
+baseline, as `pytest --kernelperf` would, at thresholds of 3% and 5%.
+
+The slowdown a variant really causes is measured too (its median over the unchanged kernel's, in
+the same process): at small sizes time is not proportional to elements (waves of blocks), so the
+detection rate is reported against that real slowdown.
+
+    python bench/verdicts.py [--comparisons 40] [--jobs 4] [--out DIR]
+
+Process start-up (importing torch, creating the CUDA context, loading CUPTI) takes most of a
+process's life, so JOBS processes start at once, but only one at a time measures: each holds a
+file lock on the GPU from its first timed call to its last. Rows are appended to
+OUT/verdicts.jsonl as processes finish, so an interrupted run keeps what it measured;
+`--render OUT/verdicts.jsonl` prints the table of such a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SIZES = {"small": 1 << 20, "large": 1 << 26}
+SLOWDOWNS = {"A/A": 0.0, "+3%": 0.03, "+5%": 0.05, "+10%": 0.10}
+THRESHOLDS = (0.03, 0.05)
+
+
+def elements(size: str, slowdown: float) -> int:
+    return round(SIZES[size] * (1 + slowdown) / 16) * 16
+
+
+def measure(size: str, slowdown: float) -> Any:
+    import torch
+
+    from example_kernels.gelu import triton_gelu
+    from pytest_kernelperf.device import fingerprint
+    from pytest_kernelperf.settings import Settings
+    from pytest_kernelperf.timing import AutoTimer, Target
+
+    x = torch.randn(elements(size, slowdown), device="cuda")
+    return (
+        AutoTimer()
+        .measure(Target(lambda: triton_gelu(x), fingerprint("cuda")), Settings().plan())
+        .device_time
+    )
+
+
+def start_up() -> None:
+    """Pay the one-off costs before taking the GPU: CUDA context, CUPTI, Triton compilation."""
+    import torch
+
+    from example_kernels.gelu import triton_gelu
+    from pytest_kernelperf.timing import profile_device_activity
+
+    x = torch.randn(1024, device="cuda")
+    triton_gelu(x)
+    profile_device_activity(lambda: triton_gelu(x), 1)
+
+
+def gpu_lock(store: Path) -> Any:
+    handle = open(store.with_suffix(".lock"), "w")  # noqa: SIM115 - held for the process's measuring
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    return handle
+
+
+def child_baseline(store: Path) -> None:
+    from pytest_kernelperf import baselines
+    from pytest_kernelperf.bench import _record_of
+
+    start_up()
+    entries = {}
+    for size in SIZES:
+        metric = measure(size, 0.0)
+        key = baselines.EntryKey(f"gelu_{size}", "gpu", "hot")
+        entries[key] = baselines.as_stored(
+            baselines.BaselineEntry(device_time=_record_of(metric), recorded="-", environment={})
+        )
+    baselines.write_atomic(store, baselines.dump(entries))
+
+
+def child_compare(store: Path, result: Path) -> None:
+    from pytest_kernelperf import baselines
+    from pytest_kernelperf.compare import compare
+
+    stored = baselines.read(store)
+    start_up()
+    lock = gpu_lock(store)
+    rows = []
+    for size in SIZES:
+        base = stored[baselines.EntryKey(f"gelu_{size}", "gpu", "hot")].device_time
+        unchanged = None
+        for label, slowdown in SLOWDOWNS.items():
+            metric = measure(size, slowdown)
+            median = metric.summary.median_ms
+            unchanged = median if slowdown == 0 else unchanged
+            verdicts = {
+                str(t): str(compare(metric.samples_ms, base.quantiles_ms, threshold=t, alpha=0.01).verdict)
+                for t in THRESHOLDS
+            }
+            rows.append(
+                {
+                    "size": size,
+                    "variant": label,
+                    "median_ms": median,
+                    "ratio_to_baseline": median / base.median_ms,
+                    "real_slowdown": median / unchanged - 1 if unchanged else 0.0,
+                    "verdicts": verdicts,
+                }
+            )
+    lock.close()
+    result.write_text(json.dumps(rows))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--comparisons", type=int, default=40)
+    parser.add_argument("--jobs", type=int, default=4, help="processes starting up at once (one measures)")
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out")))
+    parser.add_argument("--render", type=Path, help="print the table of a verdicts.jsonl and exit")
+    parser.add_argument("--child", choices=["baseline", "compare"])
+    parser.add_argument("--store", type=Path)
+    parser.add_argument("--result", type=Path)
+    args = parser.parse_args()
+    if args.child == "baseline":
+        child_baseline(args.store)
+        return
+    if args.child == "compare":
+        child_compare(args.store, args.result)
+        return
+    if args.render:
+        lines = [json.loads(line) for line in args.render.read_text().splitlines()]
+        print(render([row for line in lines[1:] for row in line["rows"]], lines[0]))
+        return
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    log = args.out / "verdicts.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    began = time.time()
+    from pytest_kernelperf.device import fingerprint
+
+    device = fingerprint("cuda")
+    meta = {
+        "device": device.name,
+        "environment": device.environment,
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "comparisons": args.comparisons,
+    }
+    log.write_text(json.dumps(meta) + "\n")
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "baseline.yaml"
+        script = [sys.executable, __file__]
+        subprocess.run([*script, "--child", "baseline", "--store", str(store)], check=True, env=env)
+        running: list[tuple[int, subprocess.Popen[bytes], Path]] = []
+        pending = list(range(args.comparisons))
+        while pending or running:
+            while pending and len(running) < args.jobs:
+                i = pending.pop(0)
+                result = Path(tmp) / f"r{i}.json"
+                command = [*script, "--child", "compare", "--store", str(store), "--result", str(result)]
+                running.append((i, subprocess.Popen(command, env=env), result))
+            i, process, result = running.pop(0)
+            if process.wait() != 0:
+                print(f"process {i} failed with exit status {process.returncode}", flush=True)
+                continue
+            found = [{**row, "process": i} for row in json.loads(result.read_text())]
+            rows.extend(found)
+            with log.open("a") as handle:
+                handle.write(json.dumps({"process": i, "rows": found}) + "\n")
+            print(f"process {i + 1}/{args.comparisons} done ({time.time() - began:.0f} s)", flush=True)
+    meta["comparisons"] = len({row["process"] for row in rows})
+    table = render(rows, meta)
+    (args.out / "verdicts.md").write_text(table)
+    print(table)
+
+
+def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    env = meta["environment"]
+    lines = [
+        f"Verdicts on {meta['device']} (torch {env.get('torch')}, triton {env.get('triton')}, driver "
+        f"{env.get('driver')}), {meta['date']}: one baseline process, {meta['comparisons']} comparison "
+        f"processes, Triton GELU, kernel_bench defaults (alpha 0.01).",
+        "",
+        "| size | variant | real slowdown (median, min-max) | median / baseline (min-max) "
+        "| 'slower' at 3% threshold | at 5% |",
+        "|---|---|---|---|---|---|",
+    ]
+    for size, count in SIZES.items():
+        for variant in SLOWDOWNS:
+            subset = [r for r in rows if r["size"] == size and r["variant"] == variant]
+            real = [r["real_slowdown"] * 100 for r in subset]
+            ratio = [r["ratio_to_baseline"] for r in subset]
+            counts = [sum(r["verdicts"][str(t)] == "slower" for r in subset) for t in THRESHOLDS]
+            lines.append(
+                f"| {size} (2^{count.bit_length() - 1}) | {variant} | {statistics.median(real):+.2f}% "
+                f"({min(real):+.2f}% to {max(real):+.2f}%) | "
+                f"{statistics.median(ratio):.4f} ({min(ratio):.4f}-{max(ratio):.4f}) | "
+                + " | ".join(f"{c}/{len(subset)}" for c in counts)
+                + " |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
