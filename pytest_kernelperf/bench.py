@@ -15,13 +15,15 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import stats
-from .baselines import BaselineEntry, BaselineError, BaselineStore, EntryKey, MetricRecord
+from .baselines import BaselineEntry, BaselineError, BaselineStore, EntryKey, MetricRecord, as_stored
 from .check import Mismatch, assert_matches
 from .compare import Comparison, Verdict, compare
 from .device import DeviceInfo
 from .explain import regression_details
 from .profile import CallProfile, ProfileRequest, artifact_folder
+from .ratio import RatioCheck, check_ratio, ratio_message, validate_max_ratio
 from .results import BenchResult
+from .roofline import tensor_bytes
 from .settings import Settings
 from .timing import Metric, Target, Timer, Timing, TimingError
 
@@ -87,16 +89,33 @@ class KernelBench:
         name: str | None = None,
         bytes: int | None = None,
         flops: int | None = None,
+        max_ratio: float | None = None,
         **kwargs: Any,
     ) -> BenchResult:
         __tracebackhide__ = True
         with self._hooks.guard(fn, name):
             self._claim(name)
+            limit = self._max_ratio(max_ratio, reference)
             call = _bind(fn, args, kwargs)
-            self._check(call, reference, args, kwargs, rtol, atol)
+            output = self._check(call, reference, args, kwargs, rtol, atol)
+            # No bytes= given: count the tensors read and written (the report says "inferred").
+            inferred = tensor_bytes(args, kwargs, output) if bytes is None else None
+            del output  # on a GPU it may be a GiB that timing needs
             if not self.settings.timing:
                 return self._record(BenchResult(self.nodeid, name, self.device, Verdict.CHECKED))
-            return self._time(fn, call, name, _device_of(args, kwargs, self.device), bytes, flops)
+            versus = None
+            if limit is not None and reference is not None:
+                versus = (reference, _bind(reference, args, kwargs), limit)
+            return self._time(
+                fn,
+                call,
+                name,
+                _device_of(args, kwargs, self.device),
+                bytes if bytes is not None else inferred,
+                flops,
+                bytes_inferred=bytes is None and inferred is not None,
+                versus=versus,
+            )
 
     def check(
         self,
@@ -129,6 +148,21 @@ class KernelBench:
             )
         self._names.add(name)
 
+    def _max_ratio(self, value: object, reference: Callable[..., Any] | None) -> float | None:
+        __tracebackhide__ = True
+        if value is None:
+            return None
+        try:
+            limit = validate_max_ratio(value)
+        except ValueError as exc:
+            self._hooks.fail(f"kernel_bench in {self.nodeid}: {exc}")
+        if reference is None:
+            self._hooks.fail(
+                f"kernel_bench in {self.nodeid}: max_ratio={value!r} needs reference=, the function "
+                "to time fn against (e.g. kernel_bench(fn, x, reference=torch_fn, max_ratio=1.1))"
+            )
+        return limit
+
     def _check(
         self,
         call: Callable[[], Any],
@@ -137,11 +171,11 @@ class KernelBench:
         kwargs: dict[str, Any],
         rtol: float | None,
         atol: float | None,
-    ) -> None:
+    ) -> Any:
         __tracebackhide__ = True
         output = call()  # the first call also pays for compilation; a raise is the test's error
         if reference is None:
-            return
+            return output
         expected = reference(*args, **kwargs)
         try:
             assert_matches(output, expected, rtol=rtol, atol=atol)
@@ -151,6 +185,7 @@ class KernelBench:
             problem = None
         if problem is not None:  # failed outside the except block: no chained traceback
             self._hooks.fail(f"{problem} ({self.nodeid})")
+        return output
 
     def _time(
         self,
@@ -160,6 +195,9 @@ class KernelBench:
         kind: str,
         nbytes: int | None,
         flops: int | None,
+        *,
+        bytes_inferred: bool = False,
+        versus: tuple[Callable[..., Any], Callable[[], Any], float] | None = None,
     ) -> BenchResult:
         __tracebackhide__ = True
         device = self._hooks.device_info(kind)
@@ -176,8 +214,17 @@ class KernelBench:
             self._hooks.fail(f"kernel_bench could not time {self.nodeid}: {exc}")
         for note in timing.notes:
             self._hooks.warn(f"{self.nodeid}: {note}")
+        ratio = self._time_reference(versus, timing, device, key, timer) if versus else None
         result = self._judge(timing, baseline, device, name, path, nbytes, flops)
         profiled = self._profile(fn, call, device, name, result.verdict)
+        entry = as_stored(self._entry(timing, device, profiled))
+        result = replace(
+            result,
+            bytes_inferred=bytes_inferred,
+            ratio=ratio,
+            baseline_ci_ms=baseline.device_time.ci_ms if baseline else None,
+            entry=entry,
+        )
         if profiled is not None:
             result = replace(
                 result,
@@ -185,10 +232,39 @@ class KernelBench:
                 notes=result.notes + profiled.notes,
             )
         if self.settings.update:
-            self._store.stage(path, key, self._entry(timing, device, profiled))
+            self._store.stage(path, key, entry)
         self._record(result)
         self._enforce(result, baseline, path, _environment(timing, device), profiled)
         return result
+
+    def _time_reference(
+        self,
+        versus: tuple[Callable[..., Any], Callable[[], Any], float],
+        timing: Timing,
+        device: DeviceInfo,
+        key: EntryKey,
+        timer: Timer,
+    ) -> RatioCheck:
+        """Time the reference with the same timer and plan, preferring the method fn got."""
+        __tracebackhide__ = True
+        reference, call, limit = versus
+        measured = timing.device_time
+        target = Target(call, device, label=f"{key.test}::reference", fn=reference)
+        try:
+            ref = timer.measure(target, self.settings.plan(measured.method))
+        except TimingError as exc:
+            self._hooks.fail(f"kernel_bench could not time the reference of {self.nodeid}: {exc}")
+        check = check_ratio(
+            measured.samples_ms,
+            measured.method,
+            ref.device_time.samples_ms,
+            ref.device_time.method,
+            max_ratio=limit,
+            alpha=self.settings.alpha,
+        )
+        if measured.method != ref.device_time.method:
+            self._hooks.warn(f"{self.nodeid}: {check.reason}; max_ratio was not checked")
+        return check
 
     def _profile(
         self,
@@ -296,6 +372,10 @@ class KernelBench:
         profiled: CallProfile | None,
     ) -> None:
         __tracebackhide__ = True
+        # The ratio is a property of the code, not of a baseline: it holds in updates too.
+        if result.ratio is not None and result.ratio.exceeded:
+            assert result.median_ms is not None
+            self._hooks.fail(ratio_message(result.label, result.device, result.median_ms, result.ratio))
         if self.settings.update:
             return
         if result.verdict is Verdict.SLOWER:
@@ -355,11 +435,17 @@ def _device_of(args: Sequence[Any], kwargs: dict[str, Any], default: str) -> str
 def _compare_metric(
     measured: Metric | None, baseline: MetricRecord | None, threshold: float, alpha: float
 ) -> Comparison:
+    # threshold and alpha ride along even without a verdict: a saved run's results say which
+    # settings were in effect, so `python -m pytest_kernelperf compare` can apply the same ones.
     if measured is None or baseline is None:
-        return Comparison(Verdict.NEW, reason="no baseline for this device and cache mode")
+        return Comparison(
+            Verdict.NEW, threshold=threshold, alpha=alpha, reason="no baseline for this device and cache mode"
+        )
     if baseline.method != measured.method:
         return Comparison(
             Verdict.INCOMPARABLE,
+            threshold=threshold,
+            alpha=alpha,
             reason=f"baseline measured with {baseline.method}, this run with {measured.method}",
         )
     return compare(measured.samples_ms, baseline.quantiles_ms, threshold=threshold, alpha=alpha)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from . import hookspec, report
+from . import hookspec
 from .device import DeviceInfo
 from .profile import CallProfile, ProfileRequest
 from .reliability import Reliability
@@ -102,6 +102,9 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     reliability.attach(config.stash[SESSION])
     config.pluginmanager.register(reliability, "kernelperf-reliability")
+    from .reporting import Reports  # the -v words, JUnit properties, summary table and report files
+
+    config.pluginmanager.register(Reports(config, config.stash[SESSION]), "kernelperf-reports")
 
 
 def _fail(message: str) -> Any:
@@ -152,12 +155,16 @@ def kernel_bench(request: pytest.FixtureRequest) -> Any:
             kernel_bench(triton_gelu, x, reference=pytorch_gelu)
 
     ``kernel_bench(fn, *args, reference=None, rtol=None, atol=None, name=None, bytes=None,
-    flops=None, **kwargs)`` calls ``fn(*args, **kwargs)``, compares its output with
+    flops=None, max_ratio=None, **kwargs)`` calls ``fn(*args, **kwargs)``, compares its output with
     ``reference(*args, **kwargs)`` (assert_close semantics, dtype-aware tolerances; a wrong answer
     fails with "mismatch"), and with ``--kernelperf`` times it and compares the times with the
     baseline (a significant slowdown beyond the threshold fails with "regression"). Returns a
     BenchResult (``median_ms``, ``samples_ms``, ``baseline_ms``, ``verdict``, ...). Call it several
     times with distinct ``name=`` to time several implementations in one test.
+    ``max_ratio=1.1`` also times the reference in the same run and fails ("ratio") when fn's
+    median is more than 1.1x the reference's: a check that needs no baseline. ``bytes=`` and
+    ``flops=`` give GB/s, TFLOP/s and the fraction of the device's copy bandwidth in the reports
+    (without ``bytes=``, the bytes of the input and output tensors are counted).
     ``kernel_bench.check(...)`` checks without timing. ``kernel_bench.device`` is "cuda" when a
     CUDA device is usable, else "cpu". Per-test settings: ``@pytest.mark.kernelperf(threshold=...)``.
     """
@@ -187,22 +194,3 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     state.finish()
     if any(update.error for update in state.updates) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a baseline file could not be written
-
-
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    state = config.stash[SESSION]
-    lines = report.terminal_lines(state.results)
-    if lines:
-        terminalreporter.section("kernelperf")
-        for line in lines:
-            terminalreporter.write_line(line)
-    artefacts = report.artifact_lines(state.results)
-    if artefacts:
-        terminalreporter.section("kernelperf profiles")
-        for line in artefacts:
-            terminalreporter.write_line(line)
-    updates = report.update_lines(state.updates)
-    if updates:
-        terminalreporter.section("kernelperf baselines updated")
-        for line in updates:
-            terminalreporter.write_line(line)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .baselines import BaselineEntry
 from .compare import Comparison, Verdict
+from .ratio import RatioCheck
 
 
 @dataclass(frozen=True)
@@ -38,10 +40,29 @@ class BenchResult:
     artifacts: tuple[str, ...] = ()
     wall_s: float = 0.0
     device_index: int | None = None  # the CUDA device (index in this process) that measured it
+    # Reports: bytes counted from the tensors (no bytes= given), the ratio to a reference timed in
+    # the same run (max_ratio=), the baseline's interval, and the baseline entry this measurement
+    # makes (exactly what an update writes, so a saved run can record baselines later).
+    bytes_inferred: bool = False
+    ratio: RatioCheck | None = None
+    baseline_ci_ms: tuple[float, float] | None = None
+    entry: BaselineEntry | None = None
 
     @property
     def label(self) -> str:
         return self.nodeid if self.name is None else f"{self.nodeid} [{self.name}]"
+
+    @property
+    def module(self) -> str:
+        """The test module's path: its baseline file is named after it."""
+        return self.nodeid.partition("::")[0]
+
+    @property
+    def test_id(self) -> str:
+        """The baseline entry's test id: the node id without the module, then `::name`."""
+        module, _, test = self.nodeid.partition("::")
+        test = test or module
+        return test if self.name is None else f"{test}::{self.name}"
 
     @property
     def change_pct(self) -> float | None:

@@ -66,6 +66,11 @@ class KernelperfSession:
             self._device_cache[kind] = self._device_info(kind)
         return self._device_cache[kind]
 
+    @property
+    def devices(self) -> list[DeviceInfo]:
+        """The devices this run timed on (for reports: their environment and peak bandwidth)."""
+        return list(self._device_cache.values())
+
     def finish(self) -> None:
         if self.settings.update and self.blocked is None:
             self.updates = self.store.write(remove=self.remove)

@@ -160,6 +160,14 @@ OPTIONS: tuple[Option, ...] = (
         _bool,
         flag=True,
     ),
+    # Reports (relative paths are relative to the current directory, like --junitxml).
+    Option("json", "write every result, the environment and the artefact paths to this JSON file", _path),
+    Option(
+        "markdown",
+        "write a markdown summary to this file (one is also appended to $GITHUB_STEP_SUMMARY when set)",
+        _path,
+    ),
+    Option("plot", "write PNG plots to this folder (needs matplotlib)", _path),
 )
 _BY_FIELD = {option.field: option for option in OPTIONS}
 MARKER_KEYS = tuple(option.field for option in OPTIONS if option.marker)
@@ -184,6 +192,9 @@ class Settings:
     target_ci: float = 0.005
     warmup: float = 0.025
     profile_stack: bool = False
+    json: Path | None = None
+    markdown: Path | None = None
+    plot: Path | None = None
 
     def plan(self, prefer_method: str | None = None) -> SamplingPlan:
         return SamplingPlan(

@@ -52,6 +52,8 @@ class Project:
     def __init__(self, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
         self.pytester = pytester
         self.monkeypatch = monkeypatch
+        # A project's runs must not append to the step summary of a CI job running these tests.
+        monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
         pytester.makeconftest(SCRIPTED_CONFTEST)
 
     def module(self, source: str = KERNEL_MODULE, name: str = "test_kernels") -> Path:

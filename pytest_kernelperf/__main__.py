@@ -1,0 +1,9 @@
+"""`python -m pytest_kernelperf ...`: see pytest_kernelperf.cli."""
+
+from __future__ import annotations
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

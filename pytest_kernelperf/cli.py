@@ -1,0 +1,249 @@
+"""`python -m pytest_kernelperf`: compare, merge and record baselines from saved runs.
+
+    python -m pytest_kernelperf compare OLD.json NEW.json      # exit 1 on a regression
+    python -m pytest_kernelperf merge A.json B.json -o ALL.json
+    python -m pytest_kernelperf update-baselines RUN.json [--baseline-dir DIR]
+    python -m pytest_kernelperf report RUN.json [--markdown PATH] [--plot DIR]
+
+Exit status: 0 on success, 1 when `compare` finds a regression, 2 for a usage or file error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from . import jsonreport, report, runs
+from .compare import Verdict, parse_threshold
+from .results import BenchResult
+
+ANSI = {"bad": "\x1b[31;1m", "good": "\x1b[32m", "warn": "\x1b[33m", "bold": "\x1b[1m"}
+RESET = "\x1b[0m"
+
+
+class CliError(Exception):
+    pass
+
+
+def _fraction(text: str) -> float:
+    try:
+        return parse_threshold(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def parser() -> argparse.ArgumentParser:
+    main = argparse.ArgumentParser(
+        prog="python -m pytest_kernelperf",
+        description="Work with the run files written by `pytest --kernelperf --kernelperf-json=PATH`.",
+    )
+    commands = main.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    cmp = commands.add_parser(
+        "compare",
+        help="verdicts of NEW against OLD (A/B across branches); exit 1 on a regression",
+        description="Judge NEW's measurements against OLD's with the statistics of a pytest run "
+        "(ratio of medians beyond the threshold and a one-sided Mann-Whitney U test at alpha). "
+        "Exit status 1 when a result is slower.",
+    )
+    cmp.add_argument("old", type=Path, metavar="OLD.json", help="the run to compare against (the baseline)")
+    cmp.add_argument("new", type=Path, metavar="NEW.json", help="the run to judge")
+    cmp.add_argument(
+        "--threshold",
+        type=_fraction,
+        help="relative change that counts, e.g. 0.05 or 5%% (default: what each NEW result was judged with)",
+    )
+    cmp.add_argument("--alpha", type=_fraction, help="significance level (default: as for --threshold)")
+    cmp.add_argument("--json", type=Path, metavar="PATH", help="also write the judged run as JSON")
+    cmp.add_argument("--markdown", type=Path, metavar="PATH", help="also write a markdown summary")
+    cmp.add_argument("--plot", type=Path, metavar="DIR", help="also write PNG plots (needs matplotlib)")
+    cmp.add_argument("--color", choices=("auto", "yes", "no"), default="auto", help="colour the table")
+
+    merge = commands.add_parser(
+        "merge",
+        help="combine the run files of shards (xdist workers, CI jobs on several GPUs)",
+        description="Combine run files into one. A test may appear in one shard only per device and "
+        "cache mode.",
+    )
+    merge.add_argument("inputs", type=Path, nargs="+", metavar="RUN.json")
+    merge.add_argument("-o", "--output", type=Path, required=True, metavar="ALL.json")
+
+    update = commands.add_parser(
+        "update-baselines",
+        help="record baselines from a run file (e.g. a CI artefact from a GPU you do not have)",
+        description="Write the baseline entries measured in RUN.json into the YAML baselines, like "
+        "`pytest --kernelperf-update-baselines` would have: merged into existing files (entries "
+        "of tests not in the run are kept), each file replaced atomically.",
+    )
+    update.add_argument("run", type=Path, metavar="RUN.json")
+    update.add_argument(
+        "--baseline-dir",
+        type=Path,
+        default=Path("baselines"),
+        help="folder of the YAML baselines (default: ./baselines, the plugin's default at the rootdir)",
+    )
+
+    show = commands.add_parser(
+        "report",
+        help="print a run file's table; write its markdown summary and plots (e.g. after merge)",
+        description="The end-of-run table of a saved run, and optionally its markdown summary and "
+        "plots: for runs whose reports were not written at the time (xdist shards, merged CI jobs).",
+    )
+    show.add_argument("run", type=Path, metavar="RUN.json")
+    show.add_argument(
+        "--markdown", type=Path, metavar="PATH", help="write a markdown summary ('-': print it)"
+    )
+    show.add_argument("--plot", type=Path, metavar="DIR", help="write PNG plots (needs matplotlib)")
+    show.add_argument("--color", choices=("auto", "yes", "no"), default="auto", help="colour the table")
+    return main
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    args = parser().parse_args(argv)
+    try:
+        if args.command == "compare":
+            return _compare(args, out)
+        if args.command == "merge":
+            return _merge(args, out)
+        if args.command == "report":
+            return _report(args, out)
+        return _update(args, out)
+    except (CliError, jsonreport.RunFileError, runs.MergeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _load(path: Path) -> jsonreport.RunReport:
+    return jsonreport.load(path)
+
+
+def _colour(choice: str, stream: TextIO) -> bool:
+    if choice != "auto":
+        return choice == "yes"
+    return bool(getattr(stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ
+
+
+def _print_lines(lines: list[report.Line], out: TextIO, colour: bool) -> None:
+    for line in lines:
+        if colour:
+            text = "".join(f"{ANSI[style]}{seg}{RESET}" if style in ANSI else seg for seg, style in line)
+        else:
+            text = "".join(seg for seg, _ in line)
+        print(text.rstrip(), file=out)
+
+
+def _compare(args: argparse.Namespace, out: TextIO) -> int:
+    old, new = _load(args.old), _load(args.new)
+    results, missing = runs.compare_runs(
+        old, new, old_source=str(args.old), threshold=args.threshold, alpha=args.alpha
+    )
+    print(f"kernelperf compare: {args.new} against {args.old}", file=out)
+    _print_lines(report.styled_lines(results, new.peaks), out, _colour(args.color, out))
+    for key in missing:
+        print(f"not in {args.new}: {runs.describe_key(key)}", file=out)
+    judged = jsonreport.RunReport(
+        plugin_version=new.plugin_version,
+        created=new.created,
+        mode="compare",
+        settings=dict(new.settings),
+        environment=dict(new.environment),
+        devices=new.devices,
+        peaks=dict(new.peaks),
+        results=tuple(results),
+        artifacts={"compared": [str(args.old), str(args.new)]},
+    )
+    if args.plot is not None:
+        judged.artifacts["plots"] = [str(p) for p in _plots(args.plot, results, new, out)]
+    if args.markdown is not None:
+        text = report.markdown(
+            results,
+            new.peaks,
+            title=f"kernelperf compare ({args.new.name} vs {args.old.name})",
+            environment=jsonreport.devices_by_name(new.devices),
+        )
+        _write(args.markdown, lambda: _write_text(args.markdown, text))
+        print(f"wrote the markdown to {args.markdown}", file=out)
+    if args.json is not None:
+        judged.artifacts["json"] = str(args.json)
+        _write(args.json, lambda: jsonreport.write(args.json, judged))
+        print(f"wrote the JSON to {args.json}", file=out)
+    return 1 if any(r.verdict is Verdict.SLOWER for r in results) else 0
+
+
+def _plots(
+    folder: Path, results: Sequence[BenchResult], run: jsonreport.RunReport, out: TextIO
+) -> list[Path]:
+    from . import plots
+
+    try:
+        written = plots.write_all(folder, results, run.peaks)
+    except plots.PlotError as exc:
+        raise CliError(str(exc)) from None
+    except OSError as exc:
+        raise CliError(f"cannot write plots to {folder}: {exc}") from None
+    print(f"wrote {len(written)} plots to {folder}", file=out)
+    return written
+
+
+def _report(args: argparse.Namespace, out: TextIO) -> int:
+    run = _load(args.run)
+    text = (
+        report.markdown(run.results, run.peaks, environment=jsonreport.devices_by_name(run.devices))
+        if args.markdown is not None
+        else ""
+    )
+    if args.markdown == Path("-"):
+        print(text, file=out)
+        return 0
+    _print_lines(report.styled_lines(run.results, run.peaks), out, _colour(args.color, out))
+    if args.markdown is not None:
+        _write(args.markdown, lambda: _write_text(args.markdown, text))
+        print(f"wrote the markdown to {args.markdown}", file=out)
+    if args.plot is not None:
+        _plots(args.plot, run.results, run, out)
+    return 0
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _write(path: Path, action: Callable[[], object]) -> None:
+    try:
+        action()
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _merge(args: argparse.Namespace, out: TextIO) -> int:
+    loaded = [_load(path) for path in args.inputs]
+    merged = runs.merge_runs(loaded, [str(p) for p in args.inputs], output=str(args.output))
+    _write(args.output, lambda: jsonreport.write(args.output, merged))
+    print(
+        f"merged {len(merged.results)} results from {len(args.inputs)} files into {args.output}: "
+        f"{report.totals(merged.results)}",
+        file=out,
+    )
+    return 0
+
+
+def _update(args: argparse.Namespace, out: TextIO) -> int:
+    run = _load(args.run)
+    if not any(r.entry is not None for r in run.results):
+        raise CliError(
+            f"{args.run} has no timed results to record (was it written by a run with --kernelperf "
+            "or --kernelperf-update-baselines?)"
+        )
+    try:
+        updates = runs.update_baselines(run, args.baseline_dir)
+    except OSError as exc:
+        raise CliError(f"cannot write baselines under {args.baseline_dir}: {exc}") from None
+    for line in report.update_lines(updates):
+        print(line, file=out)
+    return 0

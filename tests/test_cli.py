@@ -1,0 +1,230 @@
+"""`python -m pytest_kernelperf compare | merge | update-baselines` on the JSON of real runs."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Project
+from reportkit import setup, times
+
+from pytest_kernelperf import jsonreport
+from pytest_kernelperf.cli import main
+from pytest_kernelperf.compare import Verdict
+
+ROOT = Path(__file__).parent.parent
+
+
+def cli(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main([*argv], out=out)
+    return code, out.getvalue()
+
+
+def two_runs(project: Project) -> tuple[Path, Path]:
+    """old.json: an update run without param d; new.json: b 4x slower, c 2x faster, d new."""
+    setup(project)
+    times(project)
+    update = project.run(
+        "--kernelperf-update-baselines",
+        "--deselect",
+        "test_kernels.py::test_param[d]",
+        "--kernelperf-json=old.json",
+    )
+    update.assert_outcomes(passed=4, deselected=1)
+    times(project, b=4.0, c=0.5)
+    project.run("--kernelperf", "--kernelperf-json=new.json").assert_outcomes(passed=4, failed=1)
+    return project.pytester.path / "old.json", project.pytester.path / "new.json"
+
+
+def test_compare_reproduces_the_verdicts_of_the_run_that_wrote_the_json(project: Project) -> None:
+    old, new = two_runs(project)
+    code, text = cli("compare", str(old), str(new), "--color=no", "--json", str(old.parent / "judged.json"))
+    assert code == 1  # a regression
+    assert "kernelperf: 3 same, 1 slower, 1 faster, 1 new" in text
+    assert any(
+        line.split()[:1] == ["b"] and "+300.0%" in line and line.endswith("slower")
+        for line in text.splitlines()
+    )
+
+    in_run = {r.label: r for r in jsonreport.load(new).results}
+    judged = {r.label: r for r in jsonreport.load(old.parent / "judged.json").results}
+    assert judged.keys() == in_run.keys()
+    for label, result in in_run.items():
+        again = judged[label]
+        assert again.verdict == result.verdict, label
+        assert again.baseline_ms == result.baseline_ms and again.baseline_ci_ms == result.baseline_ci_ms
+        assert result.comparison is not None and again.comparison is not None
+        assert again.comparison.ratio == result.comparison.ratio  # the same numbers, not just verdicts
+        assert again.comparison.p_value == result.comparison.p_value
+    assert {r.verdict for r in judged.values()} == {Verdict.SAME, Verdict.SLOWER, Verdict.FASTER, Verdict.NEW}
+
+
+def test_compare_a_run_with_itself_passes_and_options_apply(project: Project) -> None:
+    old, new = two_runs(project)
+    code, text = cli("compare", str(new), str(new), "--color=no")
+    assert code == 0 and "kernelperf: 6 same" in text
+    # A 90% threshold: the 2x faster kernel is "same", the 4x slower one still a regression.
+    code, text = cli("compare", str(old), str(new), "--color=no", "--threshold=90%")
+    assert code == 1 and "kernelperf: 4 same, 1 slower, 1 new" in text
+    # Colour on request.
+    code, text = cli("compare", str(old), str(new), "--color=yes")
+    assert "\x1b[31;1mslower\x1b[0m" in text
+    # OLD's results that NEW lacks are listed.
+    code, text = cli("compare", str(new), str(old), "--color=no")
+    assert "not in " in text and "test_kernels.py::test_param[d] on Test CPU (hot cache)" in text
+
+
+def test_compare_as_a_module_writes_markdown_and_plots(project: Project) -> None:
+    old, _ = two_runs(project)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    folder = old.parent
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest_kernelperf",
+            "compare",
+            "old.json",
+            "new.json",
+            "--markdown",
+            "ab.md",
+            "--plot",
+            "ab",
+        ],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "kernelperf: 3 same, 1 slower, 1 faster, 1 new" in done.stdout
+    assert (
+        (folder / "ab.md")
+        .read_text()
+        .startswith("### kernelperf compare (new.json vs old.json): 3 same, 1 slower")
+    )
+    assert (folder / "ab" / "test_kernels.py__test_param.png").exists()
+
+
+def test_merge_combines_shards_and_refuses_duplicates(project: Project) -> None:
+    setup(project)
+    times(project)
+    project.run("--kernelperf", "-k", "test_param", "--kernelperf-json=a.json").assert_outcomes(passed=4)
+    project.run("--kernelperf", "-k", "test_named", "--kernelperf-json=b.json").assert_outcomes(passed=1)
+    folder = project.pytester.path
+    code, text = cli("merge", str(folder / "a.json"), str(folder / "b.json"), "-o", str(folder / "all.json"))
+    assert code == 0 and "merged 6 results from 2 files" in text and "6 new" in text
+    merged = jsonreport.load(folder / "all.json")
+    assert merged.merged_from == (str(folder / "a.json"), str(folder / "b.json"))
+    assert sorted(r.test_id for r in merged.results) == [
+        "test_named::first",
+        "test_named::second",
+        "test_param[a]",
+        "test_param[b]",
+        "test_param[c]",
+        "test_param[d]",
+    ]
+    assert [d.name for d in merged.devices] == ["Test CPU"] and "Test CPU" in merged.peaks
+    code, _ = cli("merge", str(folder / "a.json"), str(folder / "all.json"), "-o", str(folder / "x.json"))
+    assert code == 2 and not (folder / "x.json").exists()
+
+
+def test_merge_names_both_files_of_a_duplicate(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    setup(project)
+    times(project)
+    project.run("--kernelperf", "-k", "test_named", "--kernelperf-json=b.json").assert_outcomes(passed=1)
+    b = str(project.pytester.path / "b.json")
+    assert cli("merge", b, b, "-o", str(project.pytester.path / "x.json"))[0] == 2
+    assert f"error: {b} and {b} both have a result for test_kernels.py::test_named::first on Test CPU" in (
+        capsys.readouterr().err
+    )
+
+
+def test_update_baselines_from_json_equals_the_in_run_update(project: Project) -> None:
+    setup(project)
+    times(project, a=2.0, first=3.0)
+    project.run("--kernelperf-update-baselines", "--kernelperf-json=run.json").assert_outcomes(passed=5)
+    in_run = project.baseline_file.read_text()
+    project.baseline_file.unlink()
+    code, text = cli(
+        "update-baselines",
+        str(project.pytester.path / "run.json"),
+        "--baseline-dir",
+        str(project.pytester.path / "baselines"),
+    )
+    assert code == 0 and "test_kernels.yaml: 6 added, 0 changed, 0 unchanged, 0 kept" in text
+    assert project.baseline_file.read_text() == in_run  # byte for byte, dates included
+
+    # From a plain --kernelperf run too; entries of tests not in the JSON are kept.
+    project.run("--kernelperf", "-k", "test_named", "--kernelperf-json=named.json").assert_outcomes(passed=1)
+    code, text = cli(
+        "update-baselines",
+        str(project.pytester.path / "named.json"),
+        "--baseline-dir",
+        str(project.pytester.path / "baselines"),
+    )
+    assert code == 0 and "test_kernels.yaml: 0 added, 0 changed, 2 unchanged, 4 kept" in text
+    project.run("--kernelperf").assert_outcomes(passed=5)  # the baselines still judge a run
+
+
+def test_update_baselines_default_folder_and_refusals(
+    project: Project, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    setup(project)
+    times(project)
+    project.run("--kernelperf-json=checked.json").assert_outcomes(passed=5)
+    folder = project.pytester.path
+    monkeypatch.chdir(folder)
+    assert cli("update-baselines", "checked.json")[0] == 2
+    assert "checked.json has no timed results to record" in capsys.readouterr().err
+    (folder / "bad.json").write_text('{"schema": "pytest-kernelperf-run", "schema_version": 1}')
+    assert cli("update-baselines", "bad.json")[0] == 2
+    assert "bad.json at results: missing" in capsys.readouterr().err
+    project.run("--kernelperf", "--kernelperf-json=run.json").assert_outcomes(passed=5)
+    assert cli("update-baselines", "run.json")[0] == 0  # ./baselines by default
+    assert (folder / "baselines" / "test_kernels.yaml").exists()
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["compare", "only-one.json"])
+    assert exit_info.value.code == 2
+    with pytest.raises(SystemExit):
+        main(["compare", "a.json", "b.json", "--threshold", "150%"])
+    assert "a threshold must lie strictly between 0 and 1" in capsys.readouterr().err
+    assert cli("compare", "missing-old.json", "missing-new.json")[0] == 2
+    assert "missing-old.json: no such file" in capsys.readouterr().err
+
+
+def test_xdist_controller_writes_one_run_with_every_workers_results(project: Project) -> None:
+    setup(project)
+    times(project)
+    project.monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    result = project.pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "2", "--kernelperf", "--kernelperf-json=out/run.json"
+    )
+    result.assert_outcomes(passed=5)
+    out = project.pytester.path / "out"
+    assert sorted(p.name for p in out.iterdir()) == ["run.json"]  # no per-worker files
+    assert len(jsonreport.load(out / "run.json").results) == 6
+
+
+def test_report_renders_a_saved_run(project: Project) -> None:
+    _, new = two_runs(project)
+    folder = new.parent
+    code, text = cli(
+        "report", str(new), "--color=no", "--markdown", str(folder / "r.md"), "--plot", str(folder / "r")
+    )
+    assert code == 0
+    assert "kernelperf: 3 same, 1 slower, 1 faster, 1 new" in text and "wrote 3 plots to" in text
+    assert (
+        (folder / "r.md").read_text().startswith("### pytest-kernelperf: 3 same, 1 slower, 1 faster, 1 new")
+    )
+    code, text = cli("report", str(new), "--markdown", "-")
+    assert code == 0 and text.startswith("### pytest-kernelperf: 3 same, 1 slower")

@@ -1,0 +1,265 @@
+"""--kernelperf-json: the file matches docs/json-schema.md field by field and reads back exactly."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Project
+from reportkit import KERNELS, RATIO, mixed_verdicts, setup, times
+
+from pytest_kernelperf import jsonreport
+from pytest_kernelperf.baselines import BaselineEntry, MetricRecord
+from pytest_kernelperf.compare import Comparison, Verdict
+from pytest_kernelperf.device import DeviceInfo
+from pytest_kernelperf.inventory import KernelRecord
+from pytest_kernelperf.ratio import RatioCheck
+from pytest_kernelperf.results import BenchResult
+from pytest_kernelperf.roofline import Peak
+
+DOC = Path(__file__).parent.parent / "docs" / "json-schema.md"
+OPTIONAL = {"merged_from", "xdist_worker"}  # documented as present only in some files
+
+
+def documented() -> dict[str, dict[str, str]]:
+    """Object path ("", "settings", "results[].device_time", ...) -> field -> documented type."""
+    sections: dict[str, dict[str, str]] = {}
+    current: dict[str, str] | None = None
+    for line in DOC.read_text().splitlines():
+        heading = re.match(r"^### (?:Top level|`(?P<path>[^`]+)`)$", line)
+        if heading:
+            current = sections.setdefault(heading["path"] or "", {})
+            continue
+        row = re.match(r"^\| `(?P<field>[a-z_]+)` \| (?P<type>[^|]+) \|", line)
+        if row and current is not None:
+            current[row["field"]] = row["type"].strip()
+    return sections
+
+
+def type_ok(value: Any, documented_type: str) -> bool:
+    for option in (text.strip() for text in documented_type.split(" or ")):
+        if option == "null" and value is None:
+            return True
+        if option == "string" and isinstance(value, str):
+            return True
+        if option == "integer" and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if option == "number" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True
+        if option == "boolean" and isinstance(value, bool):
+            return True
+        if option in ("object", "object of strings") and isinstance(value, dict):
+            return option == "object" or all(isinstance(v, str) for v in value.values())
+        if option == "[number, number]" and isinstance(value, list) and len(value) == 2:
+            return all(isinstance(v, (int, float)) for v in value)
+        if option.startswith("list") and isinstance(value, list):
+            if option == "list of strings":
+                return all(isinstance(v, str) for v in value)
+            if option == "list of numbers":
+                return all(isinstance(v, (int, float)) for v in value)
+            return True
+    return False
+
+
+def check_object(value: Any, path: str, docs: dict[str, dict[str, str]], seen: set[str]) -> None:
+    """Every field documented with its type, and every documented field present."""
+    assert isinstance(value, dict), f"{path} is not an object"
+    fields = docs[path]
+    seen.add(path)
+    assert set(value) <= set(fields), f"{path}: undocumented fields {set(value) - set(fields)}"
+    assert set(fields) - OPTIONAL <= set(value), f"{path}: missing {set(fields) - OPTIONAL - set(value)}"
+    for key, item in value.items():
+        assert type_ok(item, fields[key]), f"{path}.{key} = {item!r} is not {fields[key]}"
+        child = f"{path}.{key}" if path else key
+        if key in ("host_comparison",):
+            child = f"{path}.comparison"  # documented together
+        if item is None:
+            continue
+        if isinstance(item, dict) and child in docs:
+            check_object(item, child, docs, seen)
+        elif isinstance(item, dict) and f"{child}.*" in docs:
+            for entry in item.values():
+                check_object(entry, f"{child}.*", docs, seen)
+        elif isinstance(item, list) and f"{child}[]" in docs:
+            for entry in item:
+                check_object(entry, f"{child}[]", docs, seen)
+
+
+def test_json_matches_the_documented_schema_and_reads_back(project: Project) -> None:
+    mixed_verdicts(project)
+    project.module(KERNELS + RATIO)
+    times(project, b=4.0, c=0.5, slow=1.2)
+    result = project.run("--kernelperf", "--kernelperf-json=out/run.json")
+    result.assert_outcomes(passed=5, failed=1)
+    result.stdout.fnmatch_lines(["kernelperf: wrote the JSON to out/run.json"])
+    path = project.pytester.path / "out" / "run.json"
+    data = json.loads(path.read_text())
+
+    seen: set[str] = set()
+    check_object(data, "", documented(), seen)
+    # Every documented object occurred at least once (host latency and kernel inventories are CUDA-only).
+    assert set(documented()) - seen <= {"results[].host_latency", "results[].baseline_entry.kernels[]"}
+    check_object(jsonreport.result_to_dict(full_result()), "results[]", documented(), seen)
+    assert set(documented()) - seen == set()
+
+    assert data["schema"] == "pytest-kernelperf-run" and data["schema_version"] == 1
+    assert data["mode"] == "compare"
+    assert data["totals"] == {"same": 3, "slower": 1, "faster": 1, "new": 2}
+    by_id = {r["test_id"]: r for r in data["results"]}
+    slower = by_id["test_param[b]"]
+    assert slower["verdict"] == "slower"
+    assert slower["comparison"]["p_value"] < 0.01 and slower["comparison"]["threshold"] == 0.05
+    assert slower["baseline"]["file"].endswith("test_kernels.yaml")
+    assert slower["baseline"]["median_ms"] == pytest.approx(1.0, rel=0.01)
+    assert len(slower["device_time"]["samples_ms"]) == slower["device_time"]["n"] == 50
+    assert slower["throughput"] == {
+        "bytes": 8 << 20,
+        "bytes_inferred": True,
+        "flops": None,
+        "gb_per_s": pytest.approx(8.39 / 4, rel=0.01),
+        "tflop_per_s": None,
+        "peak_gb_per_s": 100.0,
+        "peak_fraction": pytest.approx(0.021, rel=0.01),
+    }
+    assert by_id["test_named::second"]["throughput"]["bytes_inferred"] is False
+    ratio = by_id["test_ratio"]["reference"]
+    assert ratio["ratio"] == pytest.approx(1.2, rel=0.01) and ratio["max_ratio"] == 1.5
+    assert ratio["exceeded"] is False and ratio["reason"] == "within max_ratio"
+    assert data["peaks"]["Test CPU"]["gb_per_s"] == 100.0
+    assert data["devices"] == [
+        {"kind": "cpu", "name": "Test CPU", "index": None, "environment": {"torch": "test", "threads": "1"}}
+    ]
+    assert data["artifacts"]["json"] == "out/run.json"
+
+    # Read back: nothing lost, and writing it again gives the same document.
+    run = jsonreport.load(path)
+    assert len(run.results) == 7
+    assert jsonreport.loads(jsonreport.dumps(run)) == run
+    assert json.loads(jsonreport.dumps(run)) == data
+
+
+def test_update_run_records_mode_and_baseline_files(project: Project) -> None:
+    setup(project)
+    times(project)
+    project.run("--kernelperf-update-baselines", "--kernelperf-json=run.json").assert_outcomes(passed=5)
+    data = json.loads((project.pytester.path / "run.json").read_text())
+    assert data["mode"] == "update"
+    assert [Path(p).name for p in data["artifacts"]["baselines_written"]] == ["test_kernels.yaml"]
+    assert all(r["baseline_entry"]["device_time"]["method"] == "scripted" for r in data["results"])
+
+
+def test_correctness_only_run_writes_checked_results(project: Project) -> None:
+    setup(project)
+    times(project)
+    project.run("--kernelperf-json=run.json").assert_outcomes(passed=5)
+    run = jsonreport.load(project.pytester.path / "run.json")
+    assert run.mode == "check"
+    assert {r.verdict for r in run.results} == {Verdict.CHECKED}
+    assert all(r.median_ms is None and r.entry is None for r in run.results)
+
+
+def full_result() -> BenchResult:
+    """A result with every field set, including the CUDA-only ones."""
+    record = MetricRecord("cupti", 0.5, (0.49, 0.51), 200, (0.48, 0.5, 0.52))
+    return BenchResult(
+        nodeid="tests/test_k.py::test_gelu[2^24]",
+        name="triton",
+        device="NVIDIA H200",
+        verdict=Verdict.SLOWER,
+        cache="cold",
+        method="cupti",
+        median_ms=0.5123456789,
+        samples_ms=(0.5, 0.5123456789, 0.53),
+        ci_ms=(0.5, 0.53),
+        baseline_ms=0.4,
+        comparison=Comparison(Verdict.SLOWER, 1.28, 1e-9, 0.05, 0.01, ""),
+        host_method="cuda-event",
+        host_median_ms=0.02,
+        host_baseline_ms=0.019,
+        host_comparison=Comparison(Verdict.SAME, 1.05, None, 0.05, 0.01, "within threshold"),
+        baseline_file="baselines/tests/test_k.yaml",
+        notes=("SM clock 1980->1980 MHz, 40->41 C",),
+        bytes=1 << 27,
+        flops=None,
+        artifacts=(".kernelperf/x/profile.txt",),
+        wall_s=0.4,
+        bytes_inferred=True,
+        ratio=RatioCheck("cupti", 0.25, (0.24, 0.26), (0.24, 0.25, 0.26), 2.05, 1.1, 1e-12, 0.01, True),
+        baseline_ci_ms=(0.39, 0.41),
+        entry=BaselineEntry(
+            record,
+            "2026-11-30T00:00:00Z",
+            {"torch": "2.11.0"},
+            host_latency=record,
+            kernels=(
+                KernelRecord("triton_gelu_kernel", 1, 1.0, 0.508, "3f2a9c01b7de"),
+                KernelRecord("memset", 2, 0.0, 0.0),
+            ),
+        ),
+    )
+
+
+def test_result_round_trips_with_every_field_set() -> None:
+    result = full_result()
+    data = json.loads(json.dumps(jsonreport.result_to_dict(result)))
+    assert jsonreport.result_from_dict(data) == result
+    run = jsonreport.RunReport(
+        plugin_version="0.1.0",
+        created="2026-11-30T00:00:00Z",
+        mode="compare",
+        settings={"threshold": 0.05},
+        environment={"python": "3.11"},
+        devices=(DeviceInfo("cuda", "NVIDIA H200", 0, {"cuda": "13.0"}),),
+        peaks={"NVIDIA H200": Peak("NVIDIA H200", 4220.0, 1 << 31, "copy", "2026-11-30T00:00:00Z")},
+        results=(
+            result,
+            BenchResult("t.py::test", None, "cpu", Verdict.CHECKED, notes=("correctness only",)),
+        ),
+        artifacts={"json": "run.json"},
+        merged_from=("a.json", "b.json"),
+    )
+    assert jsonreport.loads(jsonreport.dumps(run)) == run
+
+
+def test_non_finite_numbers_are_written_as_null() -> None:
+    result = BenchResult(
+        "t.py::test", None, "cpu", Verdict.SAME, comparison=Comparison(Verdict.SAME, math.nan, math.inf)
+    )
+    data = jsonreport.result_to_dict(result)
+    assert data["comparison"]["ratio"] is None and data["comparison"]["p_value"] is None
+    json.dumps(data, allow_nan=False)  # valid JSON for strict readers
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda d: d["results"][0]["device_time"].update(median_ms="1 ms"),
+            "results[0].device_time.median_ms: expected a number",
+        ),
+        (lambda d: d["results"][0].update(verdict="worse"), "results[0].verdict: unknown verdict 'worse'"),
+        (lambda d: d.update(schema_version=2), "schema_version 2 is not readable"),
+        (lambda d: d.pop("results"), "at results: missing"),
+        (lambda d: d.update(schema="other"), "not a pytest-kernelperf run file"),
+    ],
+)
+def test_bad_files_are_refused_naming_the_field(change: Any, message: str, tmp_path: Path) -> None:
+    run = jsonreport.RunReport("0.1.0", "now", "compare", results=(full_result(),))
+    data = jsonreport.run_to_dict(run)
+    change(data)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(jsonreport.RunFileError) as excinfo:
+        jsonreport.load(path)
+    assert str(path) in str(excinfo.value) and message in str(excinfo.value)
+
+
+def test_not_json_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text('{\n "schema": \n')
+    with pytest.raises(jsonreport.RunFileError, match=r"bad.json at line 3: not valid JSON"):
+        jsonreport.load(path)
