@@ -147,7 +147,8 @@ def main() -> None:
         return
     if args.render:
         lines = [json.loads(line) for line in args.render.read_text().splitlines()]
-        print(render([row for line in lines[1:] for row in line["rows"]], lines[0]))
+        meta = {**lines[0], "comparisons": len(lines) - 1}  # the processes that finished
+        print(render([row for line in lines[1:] for row in line["rows"]], meta))
         return
 
     args.out.mkdir(parents=True, exist_ok=True)
