@@ -16,14 +16,15 @@ from .device import DeviceInfo
 from .profile import CallProfile, ProfileRequest
 from .reliability import Reliability
 from .session import KernelperfSession
-from .settings import OPTIONS, Settings, SettingsError, resolve
+from .settings import MARKER_KEYS, OPTIONS, Settings, SettingsError, resolve
 from .timing import Timer, make_timer
 
 SESSION = pytest.StashKey[KernelperfSession]()
 
 MARKER = (
-    "kernelperf(threshold=0.05, alpha=0.01, timer='auto', cache='hot', min_samples=10, min_time=0.02, "
-    "max_time=0.4, target_ci=0.005, warmup=0.025): per-test settings of kernel_bench"
+    "kernelperf("
+    + ", ".join(f"{key}={getattr(Settings(), key)!r}" for key in MARKER_KEYS)
+    + "): per-test settings of kernel_bench"
 )
 
 
