@@ -21,7 +21,7 @@ from example_kernels.gelu import cuda_gelu, cuda_gelu_double
 x = torch.randn(1024, device='cuda'); cuda_gelu(x); cuda_gelu_double(x); print('extensions built')
 " > "$R/build.log" 2>&1 &
 BUILD=$!
-step verdicts 150 timeout 200 python3 bench/verdicts.py --comparisons 40 --jobs 4 --out "$OUT"
+step verdicts 150 timeout 300 python3 bench/verdicts.py --comparisons 40 --jobs 4 --small-by-work --out "$OUT"
 wait $BUILD; tail -1 "$R/build.log"
 S=(-p no:cacheprovider --color=no -rs)
 step "example suite: record baselines" 60 python3 -m pytest --kernelperf-update-baselines -v example_kernels "${S[@]}" \

@@ -10,7 +10,7 @@ The slowdown a variant really causes is measured too (its median over the unchan
 the same process): at small sizes time is not proportional to elements (waves of blocks), so the
 detection rate is reported against that real slowdown.
 
-    python bench/verdicts.py [--comparisons 40] [--jobs 4] [--out DIR]
+    python bench/verdicts.py [--comparisons 40] [--jobs 4] [--small-by-work] [--out DIR]
 
 Process start-up (importing torch, creating the CUDA context, loading CUPTI) takes most of a
 process's life, so JOBS processes start at once, but only one at a time measures: each holds a
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import itertools
 import json
 import os
 import statistics
@@ -35,10 +36,18 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 SIZES = {"small": 1 << 20, "large": 1 << 26}
 SLOWDOWNS = {"A/A": 0.0, "+3%": 0.03, "+5%": 0.05, "+10%": 0.10}
 THRESHOLDS = (0.03, 0.05)
+
+
+WORK_STEPS = (0, 4, 8, 16, 32, 64, 128, 256, 512)
+# Extra dependent steps per element that slow the small kernel by each fraction; set by
+# calibrate() in the baseline process when --small-by-work is given, else small kernels get
+# more elements like the large ones.
+WORK: dict[float, int] = {}
 
 
 def elements(size: str, slowdown: float) -> int:
@@ -53,12 +62,47 @@ def measure(size: str, slowdown: float) -> Any:
     from pytest_kernelperf.settings import Settings
     from pytest_kernelperf.timing import AutoTimer, Target
 
-    x = torch.randn(elements(size, slowdown), device="cuda")
-    return (
-        AutoTimer()
-        .measure(Target(lambda: triton_gelu(x), fingerprint("cuda")), Settings().plan())
-        .device_time
-    )
+    if size == "small" and WORK:
+        from slow_gelu import gelu_with_work
+
+        x = torch.randn(SIZES[size], device="cuda")
+        work = WORK[slowdown]
+        call: Any = lambda: gelu_with_work(x, work)  # noqa: E731
+    else:
+        x = torch.randn(elements(size, slowdown), device="cuda")
+        call = lambda: triton_gelu(x)  # noqa: E731
+    return AutoTimer().measure(Target(call, fingerprint("cuda")), Settings().plan()).device_time
+
+
+def calibrate() -> dict[float, int]:
+    """The extra steps per element that slow the small GELU by each of SLOWDOWNS (interpolated)."""
+    import torch
+    from slow_gelu import gelu_with_work
+
+    WORK.clear()
+    WORK.update({0.0: 0})
+    x = torch.randn(SIZES["small"], device="cuda")
+    from pytest_kernelperf.device import fingerprint
+    from pytest_kernelperf.settings import Settings
+    from pytest_kernelperf.timing import AutoTimer, Target
+
+    def median(work: int) -> float:
+        target = Target(lambda: gelu_with_work(x, work), fingerprint("cuda"))
+        return float(AutoTimer().measure(target, Settings().plan()).device_time.summary.median_ms)
+
+    base = median(0)
+    points = [(work, median(work) / base) for work in WORK_STEPS]
+    for slowdown in SLOWDOWNS.values():
+        if slowdown == 0:
+            continue
+        goal = 1 + slowdown
+        for (w0, r0), (w1, r1) in itertools.pairwise(points):
+            if r1 >= goal:
+                WORK[slowdown] = round(w0 + (w1 - w0) * (goal - r0) / max(r1 - r0, 1e-9))
+                break
+        else:
+            WORK[slowdown] = WORK_STEPS[-1]
+    return dict(WORK)
 
 
 def start_up() -> None:
@@ -79,11 +123,15 @@ def gpu_lock(store: Path) -> Any:
     return handle
 
 
-def child_baseline(store: Path) -> None:
+def child_baseline(store: Path, small_by_work: bool) -> None:
     from pytest_kernelperf import baselines
     from pytest_kernelperf.bench import _record_of
 
     start_up()
+    if small_by_work:
+        work = calibrate()
+        store.with_suffix(".work.json").write_text(json.dumps({str(k): v for k, v in work.items()}))
+        print(f"extra steps per element for each slowdown of the small kernel: {work}", flush=True)
     entries = {}
     for size in SIZES:
         metric = measure(size, 0.0)
@@ -99,6 +147,9 @@ def child_compare(store: Path, result: Path) -> None:
     from pytest_kernelperf.compare import compare
 
     stored = baselines.read(store)
+    calibration = store.with_suffix(".work.json")
+    if calibration.exists():
+        WORK.update({float(k): int(v) for k, v in json.loads(calibration.read_text()).items()})
     start_up()
     lock = gpu_lock(store)
     rows = []
@@ -135,12 +186,17 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=4, help="processes starting up at once (one measures)")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out")))
     parser.add_argument("--render", type=Path, help="print the table of a verdicts.jsonl and exit")
+    parser.add_argument(
+        "--small-by-work",
+        action="store_true",
+        help="slow the small kernel with calibrated extra arithmetic per element instead of more elements",
+    )
     parser.add_argument("--child", choices=["baseline", "compare"])
     parser.add_argument("--store", type=Path)
     parser.add_argument("--result", type=Path)
     args = parser.parse_args()
     if args.child == "baseline":
-        child_baseline(args.store)
+        child_baseline(args.store, args.small_by_work)
         return
     if args.child == "compare":
         child_compare(args.store, args.result)
@@ -153,7 +209,7 @@ def main() -> None:
 
     args.out.mkdir(parents=True, exist_ok=True)
     log = args.out / "verdicts.jsonl"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "bench")])}
     began = time.time()
     from pytest_kernelperf.device import fingerprint
 
@@ -169,7 +225,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "baseline.yaml"
         script = [sys.executable, __file__]
-        subprocess.run([*script, "--child", "baseline", "--store", str(store)], check=True, env=env)
+        baseline = [*script, "--child", "baseline", "--store", str(store)]
+        subprocess.run(baseline + (["--small-by-work"] if args.small_by_work else []), check=True, env=env)
         running: list[tuple[int, subprocess.Popen[bytes], Path]] = []
         pending = list(range(args.comparisons))
         while pending or running:
