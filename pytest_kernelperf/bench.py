@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 from . import stats
 from .baselines import BaselineEntry, BaselineError, BaselineStore, EntryKey, MetricRecord, as_stored
 from .check import Mismatch, assert_matches
-from .compare import Comparison, Verdict, compare
+from .compare import Comparison, Verdict, compare_measured
 from .device import DeviceInfo
 from .explain import regression_details
 from .profile import CallProfile, ProfileRequest, artifact_folder
@@ -441,14 +441,14 @@ def _compare_metric(
         return Comparison(
             Verdict.NEW, threshold=threshold, alpha=alpha, reason="no baseline for this device and cache mode"
         )
-    if baseline.method != measured.method:
-        return Comparison(
-            Verdict.INCOMPARABLE,
-            threshold=threshold,
-            alpha=alpha,
-            reason=f"baseline measured with {baseline.method}, this run with {measured.method}",
-        )
-    return compare(measured.samples_ms, baseline.quantiles_ms, threshold=threshold, alpha=alpha)
+    return compare_measured(
+        measured.method,
+        measured.samples_ms,
+        baseline.method,
+        baseline.quantiles_ms,
+        threshold=threshold,
+        alpha=alpha,
+    )
 
 
 def _record_of(metric: Metric) -> MetricRecord:

@@ -87,6 +87,27 @@ def compare(
     return verdict(Verdict.SAME, reason="within threshold")
 
 
+def compare_measured(
+    method: str,
+    current_ms: Sequence[float],
+    baseline_method: str,
+    baseline_ms: Sequence[float],
+    *,
+    threshold: float,
+    alpha: float,
+    baseline_name: str = "baseline",
+) -> Comparison:
+    """`compare`, but only between measurements of one method: INCOMPARABLE otherwise."""
+    if baseline_method != method:
+        return Comparison(
+            Verdict.INCOMPARABLE,
+            threshold=threshold,
+            alpha=alpha,
+            reason=f"{baseline_name} measured with {baseline_method}, this run with {method}",
+        )
+    return compare(current_ms, baseline_ms, threshold=threshold, alpha=alpha)
+
+
 _THRESHOLD = re.compile(r"^\s*(?P<num>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(?P<pct>%?)\s*$")
 
 

@@ -18,17 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from .compare import Verdict
-from .report import Group, change_text, groups
+from .report import VERDICT_STYLE, Group, change_text, groups
 from .results import BenchResult
 from .roofline import Peak, figures
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=-]+")
-COLOURS = {
-    Verdict.SLOWER: "#d62728",
-    Verdict.FASTER: "#2ca02c",
-    Verdict.UNRELIABLE: "#ff7f0e",
-    Verdict.INCOMPARABLE: "#ff7f0e",
-}
+# The terminal's styles of verdicts, in plot colours: both outputs mark the same verdicts.
+_STYLE_COLOURS = {"bad": "#d62728", "good": "#2ca02c", "warn": "#ff7f0e"}
+COLOURS = {verdict: _STYLE_COLOURS[style] for verdict, style in VERDICT_STYLE.items()}
 CURRENT = "#1f77b4"
 BASELINE = "#9e9e9e"
 REFERENCE = "#8c564b"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import __version__
 from .baselines import BaselineEntry, BaselineStore, EntryKey, FileUpdate, file_for
-from .compare import Comparison, Verdict, compare
+from .compare import Comparison, Verdict, compare, compare_measured
 from .device import DeviceInfo
 from .jsonreport import RunReport
 from .results import BenchResult
@@ -111,17 +111,15 @@ def _judge(
             host_baseline_ms=None,
             host_comparison=None,
         )
-    if base.device_time.method != result.method:
-        comparison = Comparison(
-            Verdict.INCOMPARABLE,
-            threshold=threshold,
-            alpha=alpha,
-            reason=f"{source} measured with {base.device_time.method}, this run with {result.method}",
-        )
-    else:
-        comparison = compare(
-            result.samples_ms, base.device_time.quantiles_ms, threshold=threshold, alpha=alpha
-        )
+    comparison = compare_measured(
+        result.method,
+        result.samples_ms,
+        base.device_time.method,
+        base.device_time.quantiles_ms,
+        threshold=threshold,
+        alpha=alpha,
+        baseline_name=source,
+    )
     verdict = comparison.verdict
     if result.verdict is Verdict.UNRELIABLE:  # e.g. throttled: the measurement itself is in doubt
         verdict = Verdict.UNRELIABLE

@@ -55,3 +55,23 @@ def test_parse_threshold(text: object, value: float) -> None:
 def test_parse_threshold_rejects(bad: object) -> None:
     with pytest.raises(ValueError, match=r"threshold|fraction"):
         parse_threshold(bad)
+
+
+def test_measurements_of_different_methods_are_not_compared() -> None:
+    from pytest_kernelperf.compare import compare_measured
+
+    result = compare_measured(
+        "cupti",
+        samples(4.0, 1),
+        "cuda-graph",
+        samples(1.0, 2),
+        threshold=0.05,
+        alpha=0.01,
+        baseline_name="old.json",
+    )
+    assert result.verdict is Verdict.INCOMPARABLE and result.ratio is None
+    assert result.reason == "old.json measured with cuda-graph, this run with cupti"
+    same_method = compare_measured(
+        "cupti", samples(4.0, 1), "cupti", samples(1.0, 2), threshold=0.05, alpha=0.01
+    )
+    assert same_method.verdict is Verdict.SLOWER
