@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import platform
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 
@@ -80,15 +80,20 @@ def _triton_version() -> str | None:
     return str(triton.__version__)
 
 
+@cache
 def nvml_handle(index: int) -> Any | None:
-    """An NVML handle for the CUDA device `index` of this process, or None without NVML."""
+    """An NVML handle for the CUDA device `index` of this process, or None without NVML.
+
+    Cached: health is read before and after every measurement, and a handle lives as long as the
+    process."""
     try:
         import pynvml
     except ImportError:
         return None
+    entry = physical_id(index)
     try:
         pynvml.nvmlInit()
-        return pynvml.nvmlDeviceGetHandleByIndex(_physical_index(index))
+        return pynvml.nvmlDeviceGetHandleByIndex(int(entry) if entry.isdigit() else index)
     except pynvml.NVMLError:
         return None
 
@@ -106,12 +111,12 @@ def nvml_driver_version() -> str | None:
     return version.decode() if isinstance(version, bytes) else str(version)
 
 
-def _physical_index(index: int) -> int:
-    """NVML numbers all GPUs of the host; CUDA only the visible ones."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
-    if not visible:
-        return index
-    entries = [v.strip() for v in visible.split(",") if v.strip()]
-    if index < len(entries) and entries[index].isdigit():
-        return int(entries[index])
-    return index
+def physical_id(index: int, visible: str | None = None) -> str:
+    """How the host names CUDA device `index` of this process: its entry in CUDA_VISIBLE_DEVICES
+    (a number, a UUID or a MIG id), or the index itself where the variable is unset. NVML numbers
+    all GPUs of the host; CUDA only the visible ones."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES") if visible is None else visible
+    if not visible or not visible.strip():
+        return str(index)
+    entries = [entry.strip() for entry in visible.split(",") if entry.strip()]
+    return entries[index] if index < len(entries) else str(index)

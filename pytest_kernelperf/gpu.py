@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from .device import physical_id
 from .timing import SamplingPlan, Target, Timer, Timing, TimingError
 
 WORKER_VARIABLE = "PYTEST_XDIST_WORKER"  # set by pytest-xdist in each worker, inherited by children
@@ -45,16 +46,6 @@ def choose(worker: str | None, count: int) -> int | None:
         return None
     match = _WORKER.match(worker)
     return int(match["number"]) % count if match else None
-
-
-def physical_id(index: int, visible: str | None = None) -> str:
-    """How the host names CUDA device `index` of this process: its entry in CUDA_VISIBLE_DEVICES
-    (a number, a UUID or a MIG id), or the index itself where the variable is unset."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES") if visible is None else visible
-    if not visible or not visible.strip():
-        return str(index)
-    entries = [entry.strip() for entry in visible.split(",") if entry.strip()]
-    return entries[index] if index < len(entries) else str(index)
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ import pytest
 import torch
 
 from pytest_kernelperf import gpu
-from pytest_kernelperf.device import DeviceInfo
-from pytest_kernelperf.gpu import GpuLock, GpuLockTimeout, GpuUsage, LockedTimer, choose, physical_id
+from pytest_kernelperf.device import DeviceInfo, physical_id
+from pytest_kernelperf.gpu import GpuLock, GpuLockTimeout, GpuUsage, LockedTimer, choose
 from pytest_kernelperf.timing import Metric, SamplingPlan, Target, Timing
 
 ROOT = Path(gpu.__file__).resolve().parent.parent
