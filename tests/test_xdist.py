@@ -31,7 +31,12 @@ def _logged(path, text):
         log.write(f"{os.environ.get('PYTEST_XDIST_WORKER', 'controller')} {path.name}\\n")
     _write(path, text)
 
-baselines.write_atomic = _logged
+def pytest_configure(config):
+    baselines.write_atomic = _logged
+
+def pytest_unconfigure(config):
+    # In-process runs share the module with the outer test session: put it back.
+    baselines.write_atomic = _write
 """
 )
 
