@@ -91,7 +91,9 @@ EXPECTED = {
 def pytest_command(*args: str) -> list[str]:
     installed = any(ep.name == "kernelperf" for ep in entry_points(group="pytest11"))
     plugin = [] if installed else ["-p", "pytest_kernelperf.plugin"]
-    common = ["-p", "no:cacheprovider", "-rf", "--kernelperf-artifacts", "artifacts"]
+    # log_level=INFO: torch.compile logs empty DEBUG records of its structured trace, which pytest
+    # would print under each failure as "Captured log call".
+    common = ["-p", "no:cacheprovider", "-rf", "-o", "log_level=INFO", "--kernelperf-artifacts", "artifacts"]
     return [sys.executable, "-m", "pytest", *plugin, *common, "test_gelu_demo.py", *args]
 
 

@@ -30,7 +30,7 @@ import shutil
 import struct
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -147,10 +147,19 @@ def base_identifier(name: str) -> str:
     return head.rsplit("::", 1)[-1]
 
 
+_WEST_CONST = re.compile(r"\bconst\s+([A-Za-z_][\w:]*)")
+
+
+def canonical_signature(name: str) -> str:
+    """A demangled C++ name in one spelling: demanglers differ in `const float *` against
+    `float const*` (cu++filt against the profiler's) and in the `void ` of a kernel's return type."""
+    return "".join(_WEST_CONST.sub(r"\1 const", name.removeprefix("void ")).split())
+
+
 def matches_mangled(name: str, mangled: str, demangled: str | None) -> bool:
     """Whether the profiler's (demangled) kernel name is the SASS function `mangled`."""
     if demangled is not None:
-        return demangled == name or demangled.removeprefix("void ") == name.removeprefix("void ")
+        return canonical_signature(demangled) == canonical_signature(name)
     if mangled == name:
         return True
     ident = base_identifier(name)
@@ -215,6 +224,41 @@ def live_compiled_kernels() -> list[Any]:
     return [obj for obj in gc.get_objects() if issubclass(type(obj), types)]
 
 
+def autotuner_choices() -> set[int]:
+    """ids of the compiled kernels torch.compile's autotuners settled on.
+
+    Inductor compiles a kernel once per candidate config, all under one name, benchmarks them and
+    keeps one launcher; the losers stay alive until collected. A scan of live objects, like
+    live_compiled_kernels, paid only when a name is ambiguous.
+    """
+    heuristics = sys.modules.get("torch._inductor.runtime.triton_heuristics")
+    tuner = getattr(heuristics, "CachingAutotuner", None)
+    if not isinstance(tuner, type):
+        return set()
+    chosen: set[int] = set()
+    for obj in gc.get_objects():
+        if issubclass(type(obj), tuner):
+            launchers = getattr(obj, "launchers", None)
+            if isinstance(launchers, list) and len(launchers) == 1:
+                binary = getattr(launchers[0], "bin", None)
+                if binary is not None:
+                    chosen.add(id(binary))
+    return chosen
+
+
+def _which_ran(candidates: list[Any], handles: Collection[int], chosen: Collection[int]) -> list[Any]:
+    """The candidates that may have run, narrowed by each clue in turn where it tells any apart:
+    the function handle a launch reported, an autotuner's choice, being loaded on a device."""
+    clues: tuple[Callable[[Any], bool], ...] = (
+        lambda k: getattr(k, "function", None) in handles,
+        lambda k: id(k) in chosen,
+        lambda k: getattr(k, "function", None) is not None,
+    )
+    for clue in clues:
+        candidates = [k for k in candidates if clue(k)] or candidates
+    return candidates
+
+
 def _ptx_of(kernel: Any, name: str) -> str | None:
     asm = getattr(kernel, "asm", None)
     if isinstance(asm, Mapping) and isinstance(asm.get("ptx"), str):
@@ -261,25 +305,34 @@ def _sass_of(kernel: Any) -> str | None:
 
 
 def triton_code(
-    names: Sequence[str], launched: Mapping[str, set[int]], kernels: Sequence[Any] | None = None
+    names: Sequence[str],
+    launched: Mapping[str, set[int]],
+    kernels: Sequence[Any] | None = None,
+    chosen: Collection[int] | None = None,
 ) -> CodeReport:
-    """PTX (and SASS) of the Triton kernels among `names`."""
+    """PTX (and SASS) of the Triton kernels among `names`.
+
+    Where several compiled kernels share a name, _which_ran tells them apart (`chosen`: ids of
+    autotuners' choices, by default autotuner_choices()).
+    """
     live = live_compiled_kernels() if kernels is None else list(kernels)
     codes: dict[str, GeneratedCode] = {}
     notes: list[str] = []
     for name in names:
-        candidates = [k for k in live if getattr(k, "name", None) == name]
         handles = launched.get(name, set())
-        exact = [k for k in candidates if getattr(k, "function", None) in handles]
+        candidates = [k for k in live if getattr(k, "name", None) == name]
+        if len(candidates) > 1 and chosen is None:
+            chosen = autotuner_choices()
+        candidates = _which_ran(candidates, handles, chosen or set())
         by_hash: dict[str, tuple[Any, str]] = {}
-        for kernel in exact or candidates:
+        for kernel in candidates:
             ptx = _ptx_of(kernel, name)
             if ptx is not None:
                 by_hash.setdefault(ptx_hash(ptx), (kernel, ptx))
         if len(by_hash) > 1:
             notes.append(
                 f"{len(by_hash)} different compiled Triton kernels are named {name} in this process "
-                "and the launch could not tell which ran: its code hash is left out"
+                "and neither its launch nor an autotuner told which ran: its code hash is left out"
             )
             continue
         if not by_hash:

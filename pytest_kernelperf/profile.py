@@ -28,7 +28,7 @@ from pathlib import Path
 from . import codegen, inventory
 from .device import DeviceInfo
 from .inventory import DeviceEvent, KernelRecord
-from .timing import is_device_activity
+from .timing import is_device_activity, one_cycle_profiler_warning_silenced
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=-]+")
 PROFILED_CALLS = 3
@@ -82,6 +82,7 @@ def capture(request: ProfileRequest) -> CallProfile:
     # record_shapes only for the table: the inventory-only run of an update stays light.
     with (
         codegen.triton_launches() as launched,
+        one_cycle_profiler_warning_silenced(),
         profile(activities=activities, record_shapes=folder is not None) as prof,
     ):
         for _ in range(request.calls):
@@ -179,7 +180,10 @@ def _stacks(
     config = getattr(torch.profiler, "_ExperimentalConfig", None)
     extra = {"experimental_config": config(verbose=True)} if config is not None else {}
     sync()
-    with profile(activities=activities, with_stack=True, **extra) as prof:  # type: ignore[arg-type]
+    with (
+        one_cycle_profiler_warning_silenced(),
+        profile(activities=activities, with_stack=True, **extra) as prof,  # type: ignore[arg-type]
+    ):
         for _ in range(request.calls):
             request.call()
         sync()

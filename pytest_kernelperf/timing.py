@@ -379,6 +379,15 @@ class CuptiTimer:
         return collect(batch, plan)
 
 
+@contextmanager
+def one_cycle_profiler_warning_silenced() -> Iterator[None]:
+    """torch.profiler warns that a profiler without a schedule keeps one cycle's events (torch
+    2.11 at every start): that one cycle is all kernelperf reads."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+        yield
+
+
 def profile_device_activity(
     call: Callable[[], object], calls: int, flush: Callable[[], None] | None = None
 ) -> list[float]:
@@ -387,9 +396,7 @@ def profile_device_activity(
     from torch.profiler import ProfilerActivity, profile
 
     torch.cuda.synchronize()
-    with warnings.catch_warnings():
-        # torch warns that a profiler without a schedule keeps one cycle's events: that is all we read.
-        warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+    with one_cycle_profiler_warning_silenced():
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(calls):
                 if flush is not None:

@@ -44,6 +44,7 @@ for n in 2 4; do
 done
 
 python3 - "$WORK" <<'EOF' | tee "$OUT/xdist_summary.txt"
+import difflib
 import sys
 from pathlib import Path
 
@@ -67,6 +68,9 @@ for n in (2, 4):
     ok &= same
     size = sum(len(b) for b in second.values())
     print(f"{'ok ' if same else 'BAD'} -n {n} twice: {len(second)} files, {size} bytes, byte-identical: {same}")
+    for name in sorted(set(first) | set(second)):
+        old, new = first.get(name, b"").decode().splitlines(), second.get(name, b"").decode().splitlines()
+        print("".join(f"      {line[:200]}\n" for line in list(difflib.unified_diff(old, new, lineterm=""))[:12]), end="")
 two, four = entries(work / "fixed_n2"), entries(work / "fixed_n4")
 same = two == four and bool(two)
 ok &= same

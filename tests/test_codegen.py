@@ -10,9 +10,10 @@ import ctypes
 import importlib.util
 import shutil
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
@@ -112,6 +113,11 @@ def test_matches_mangled() -> None:
     assert codegen.matches_mangled(name, "_Z11gelu_kernelPKfPfl", demangled=None)  # no c++filt
     assert not codegen.matches_mangled(name, "_Z11gelu_kernelPKfPfl", demangled="gelu_kernel(double*)")
     assert not codegen.matches_mangled(name, "_Z12gelu_kernel2Pf", demangled=None)
+    # cu++filt's spelling of the same function (seen on an H200 with CUDA 13), and a template's `void`
+    assert codegen.matches_mangled(
+        name, "_Z11gelu_kernelPKfPfl", demangled="gelu_kernel(const float *, float *, long)"
+    )
+    assert codegen.canonical_signature("void k<4>(const at::Half *, int)") == "k<4>(at::Halfconst*,int)"
 
 
 def test_extension_code_picks_the_device_architecture() -> None:
@@ -243,14 +249,46 @@ def test_two_specialisations_need_the_launch_to_tell_them_apart(compiled: tuple[
     ambiguous = codegen.triton_code(["double_it"], {}, kernels=[a, wider])
     assert ambiguous.codes == {}
     assert ambiguous.notes == (
-        "2 different compiled Triton kernels are named double_it in this process and the launch could "
-        "not tell which ran: its code hash is left out",
+        "2 different compiled Triton kernels are named double_it in this process and neither its launch "
+        "nor an autotuner told which ran: its code hash is left out",
     )
     wider.function = 0xBEEF  # the handle a launch hook reports, once the kernel is loaded on a GPU
     a.function = 0xCAFE
     launched = {"double_it": {0xBEEF}}
     picked = codegen.triton_code(["double_it"], launched, kernels=[a, wider]).codes["double_it"]
     assert picked.hash == codegen.ptx_hash(wider.asm["ptx"])
+
+
+def test_an_autotuners_choice_or_a_loaded_kernel_tells_same_named_kernels_apart(
+    compiled: tuple[Any, Any, Any],
+) -> None:
+    """torch.compile compiles one kernel per candidate config under one name and launches the one
+    its autotuner kept, through a launcher that reports no handle."""
+    a, _, wider = compiled
+    a.function, wider.function = 0xCAFE, 0xBEEF  # both loaded: both were benchmarked
+    picked = codegen.triton_code(["double_it"], {}, kernels=[a, wider], chosen={id(wider)})
+    assert picked.codes["double_it"].hash == codegen.ptx_hash(wider.asm["ptx"]) and picked.notes == ()
+    a.function = None  # never loaded, so never run
+    loaded = codegen.triton_code(["double_it"], {}, kernels=[a, wider], chosen=set())
+    assert loaded.codes["double_it"].hash == codegen.ptx_hash(wider.asm["ptx"])
+
+
+def test_autotuner_choices_are_the_kernels_of_autotuners_left_with_one_launcher(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class CachingAutotuner:
+        def __init__(self, *bins: object) -> None:
+            self.launchers = [SimpleNamespace(bin=b) for b in bins]
+
+    kept, loser, undecided = object(), object(), object()
+    monkeypatch.setitem(
+        sys.modules,
+        "torch._inductor.runtime.triton_heuristics",
+        SimpleNamespace(CachingAutotuner=CachingAutotuner),
+    )
+    tuners = [CachingAutotuner(kept), CachingAutotuner(undecided, loser)]  # the second not yet tuned
+    assert codegen.autotuner_choices() == {id(kept)}
+    del tuners
 
 
 def test_a_launched_kernel_without_ptx_is_noted() -> None:
