@@ -224,8 +224,10 @@ def live_compiled_kernels() -> list[Any]:
     return [obj for obj in gc.get_objects() if issubclass(type(obj), types)]
 
 
-def autotuner_choices() -> set[int]:
-    """ids of the compiled kernels torch.compile's autotuners settled on.
+def autotuner_choices() -> set[int | str]:
+    """Marks of the compiled kernels torch.compile's autotuners settled on: the id of a
+    launcher's kernel object (`launcher.bin`), or, for inductor's static launchers, which keep
+    none, the cache key of its kernel (`launcher.cache_hash`).
 
     Inductor compiles a kernel once per candidate config, all under one name, benchmarks them and
     keeps one launcher; the losers stay alive until collected. A scan of live objects, like
@@ -235,7 +237,7 @@ def autotuner_choices() -> set[int]:
     tuner = getattr(heuristics, "CachingAutotuner", None)
     if not isinstance(tuner, type):
         return set()
-    chosen: set[int] = set()
+    chosen: set[int | str] = set()
     for obj in gc.get_objects():
         if issubclass(type(obj), tuner):
             launchers = getattr(obj, "launchers", None)
@@ -243,15 +245,29 @@ def autotuner_choices() -> set[int]:
                 binary = getattr(launchers[0], "bin", None)
                 if binary is not None:
                     chosen.add(id(binary))
+                key = getattr(launchers[0], "cache_hash", None)
+                if isinstance(key, str):
+                    chosen.add(key)
     return chosen
 
 
-def _which_ran(candidates: list[Any], handles: Collection[int], chosen: Collection[int]) -> list[Any]:
+def _cache_key(kernel: Any) -> str | None:
+    """The key inductor's launchers name a kernel by (`cache_hash`), where inductor is loaded."""
+    utils = sys.modules.get("torch._inductor.runtime.runtime_utils")
+    digest = getattr(kernel, "hash", None)
+    if utils is None or not isinstance(digest, str):
+        return None
+    with contextlib.suppress(Exception):
+        return str(utils.triton_hash_to_path_key(digest))
+    return None
+
+
+def _which_ran(candidates: list[Any], handles: Collection[int], chosen: Collection[int | str]) -> list[Any]:
     """The candidates that may have run, narrowed by each clue in turn where it tells any apart:
     the function handle a launch reported, an autotuner's choice, being loaded on a device."""
     clues: tuple[Callable[[Any], bool], ...] = (
         lambda k: getattr(k, "function", None) in handles,
-        lambda k: id(k) in chosen,
+        lambda k: id(k) in chosen or _cache_key(k) in chosen,
         lambda k: getattr(k, "function", None) is not None,
     )
     for clue in clues:
@@ -308,7 +324,7 @@ def triton_code(
     names: Sequence[str],
     launched: Mapping[str, set[int]],
     kernels: Sequence[Any] | None = None,
-    chosen: Collection[int] | None = None,
+    chosen: Collection[int | str] | None = None,
 ) -> CodeReport:
     """PTX (and SASS) of the Triton kernels among `names`.
 

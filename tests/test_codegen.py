@@ -281,14 +281,30 @@ def test_autotuner_choices_are_the_kernels_of_autotuners_left_with_one_launcher(
             self.launchers = [SimpleNamespace(bin=b) for b in bins]
 
     kept, loser, undecided = object(), object(), object()
+    static = SimpleNamespace(cache_hash="ABCKEY")  # inductor's static launcher keeps a key, not a kernel
     monkeypatch.setitem(
         sys.modules,
         "torch._inductor.runtime.triton_heuristics",
         SimpleNamespace(CachingAutotuner=CachingAutotuner),
     )
-    tuners = [CachingAutotuner(kept), CachingAutotuner(undecided, loser)]  # the second not yet tuned
-    assert codegen.autotuner_choices() == {id(kept)}
-    del tuners
+    tuners = [CachingAutotuner(kept), CachingAutotuner(undecided, loser), CachingAutotuner()]  # 2nd not tuned
+    tuners[2].launchers = [static]
+    assert codegen.autotuner_choices() == {id(kept), "ABCKEY"}
+
+
+def test_a_static_launchers_choice_is_matched_by_cache_key(
+    compiled: tuple[Any, Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, _, wider = compiled
+    a.function, wider.function = 0xCAFE, 0xBEEF
+    a.hash, wider.hash = "hash-of-a", "hash-of-wider"
+    monkeypatch.setitem(
+        sys.modules,
+        "torch._inductor.runtime.runtime_utils",
+        SimpleNamespace(triton_hash_to_path_key=lambda digest: digest.upper()),
+    )
+    picked = codegen.triton_code(["double_it"], {}, kernels=[a, wider], chosen={"HASH-OF-WIDER"})
+    assert picked.codes["double_it"].hash == codegen.ptx_hash(wider.asm["ptx"])
 
 
 def test_a_launched_kernel_without_ptx_is_noted() -> None:
