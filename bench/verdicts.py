@@ -16,7 +16,8 @@ Process start-up (importing torch, creating the CUDA context, loading CUPTI) tak
 process's life, so JOBS processes start at once, but only one at a time measures: each holds a
 file lock on the GPU from its first timed call to its last. Rows are appended to
 OUT/verdicts.jsonl as processes finish, so an interrupted run keeps what it measured;
-`--render OUT/verdicts.jsonl` prints the table of such a file.
+`--render OUT/verdicts.jsonl` prints the table of such a file. Every sample is kept there (the
+baseline's in the first line), so that other decision rules can be judged on the same measurements.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ SLOWDOWNS = {"A/A": 0.0, "+3%": 0.03, "+5%": 0.05, "+10%": 0.10}
 THRESHOLDS = (0.03, 0.05)
 
 
-WORK_STEPS = (0, 4, 8, 16, 32, 64, 128, 256, 512)
+WORK_STEPS = tuple(range(17))
 # Extra dependent steps per element that slow the small kernel by each fraction; set by
 # calibrate() in the baseline process when --small-by-work is given, else small kernels get
 # more elements like the large ones.
@@ -75,33 +76,30 @@ def measure(size: str, slowdown: float) -> Any:
 
 
 def calibrate() -> dict[float, int]:
-    """The extra steps per element that slow the small GELU by each of SLOWDOWNS (interpolated)."""
+    """The extra steps per element that slow the small GELU by at least each of SLOWDOWNS: the
+    fewest steps whose measured slowdown reaches it (time is not monotonic in steps, so no
+    interpolation between them)."""
     import torch
     from slow_gelu import gelu_with_work
 
-    WORK.clear()
-    WORK.update({0.0: 0})
-    x = torch.randn(SIZES["small"], device="cuda")
     from pytest_kernelperf.device import fingerprint
     from pytest_kernelperf.settings import Settings
     from pytest_kernelperf.timing import AutoTimer, Target
+
+    x = torch.randn(SIZES["small"], device="cuda")
 
     def median(work: int) -> float:
         target = Target(lambda: gelu_with_work(x, work), fingerprint("cuda"))
         return float(AutoTimer().measure(target, Settings().plan()).device_time.summary.median_ms)
 
     base = median(0)
-    points = [(work, median(work) / base) for work in WORK_STEPS]
+    ratios = {work: median(work) / base for work in WORK_STEPS}
+    WORK.clear()
+    WORK[0.0] = 0
     for slowdown in SLOWDOWNS.values():
-        if slowdown == 0:
-            continue
-        goal = 1 + slowdown
-        for (w0, r0), (w1, r1) in itertools.pairwise(points):
-            if r1 >= goal:
-                WORK[slowdown] = round(w0 + (w1 - w0) * (goal - r0) / max(r1 - r0, 1e-9))
-                break
-        else:
-            WORK[slowdown] = WORK_STEPS[-1]
+        if slowdown:
+            reaching = [work for work, ratio in ratios.items() if ratio >= 1 + slowdown]
+            WORK[slowdown] = min(reaching, default=WORK_STEPS[-1])
     return dict(WORK)
 
 
@@ -129,17 +127,30 @@ def child_baseline(store: Path, small_by_work: bool) -> None:
 
     start_up()
     if small_by_work:
-        work = calibrate()
-        store.with_suffix(".work.json").write_text(json.dumps({str(k): v for k, v in work.items()}))
-        print(f"extra steps per element for each slowdown of the small kernel: {work}", flush=True)
+        WORK[0.0] = 0  # the unchanged kernel is the work kernel with no extra steps
     entries = {}
+    samples = {}
+    # The baselines first, as a comparison process measures them: calibrating first would leave
+    # this process in another state (its allocations, for one), which skewed the small kernel's
+    # baseline by 1.3% in earlier runs.
     for size in SIZES:
         metric = measure(size, 0.0)
+        samples[size] = rounded(metric.samples_ms)
         key = baselines.EntryKey(f"gelu_{size}", "gpu", "hot")
         entries[key] = baselines.as_stored(
             baselines.BaselineEntry(device_time=_record_of(metric), recorded="-", environment={})
         )
     baselines.write_atomic(store, baselines.dump(entries))
+    store.with_suffix(".samples.json").write_text(json.dumps(samples))
+    if small_by_work:
+        work = calibrate()
+        store.with_suffix(".work.json").write_text(json.dumps({str(k): v for k, v in work.items()}))
+        print(f"extra steps per element for each slowdown of the small kernel: {work}", flush=True)
+
+
+def rounded(samples_ms: Any) -> list[float]:
+    """Samples to the picosecond, short enough to keep every one (for re-judging offline)."""
+    return [round(float(v), 9) for v in samples_ms]
 
 
 def child_compare(store: Path, result: Path) -> None:
@@ -172,6 +183,7 @@ def child_compare(store: Path, result: Path) -> None:
                     "ratio_to_baseline": median / base.median_ms,
                     "real_slowdown": median / unchanged - 1 if unchanged else 0.0,
                     "verdicts": verdicts,
+                    "samples_ms": rounded(metric.samples_ms),
                 }
             )
     lock.close()
@@ -187,6 +199,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out")))
     parser.add_argument("--render", type=Path, help="print the table of a verdicts.jsonl and exit")
     parser.add_argument(
+        "--every-baseline",
+        type=Path,
+        metavar="JSONL",
+        help="re-judge a verdicts.jsonl with each other comparison process's A/A samples as the baseline",
+    )
+    parser.add_argument(
         "--small-by-work",
         action="store_true",
         help="slow the small kernel with calibrated extra arithmetic per element instead of more elements",
@@ -200,6 +218,10 @@ def main() -> None:
         return
     if args.child == "compare":
         child_compare(args.store, args.result)
+        return
+    if args.every_baseline:
+        lines = [json.loads(line) for line in args.every_baseline.read_text().splitlines()]
+        print(every_baseline([row for line in lines[1:] for row in line["rows"]]))
         return
     if args.render:
         lines = [json.loads(line) for line in args.render.read_text().splitlines()]
@@ -227,6 +249,8 @@ def main() -> None:
         script = [sys.executable, __file__]
         baseline = [*script, "--child", "baseline", "--store", str(store)]
         subprocess.run(baseline + (["--small-by-work"] if args.small_by_work else []), check=True, env=env)
+        meta["baseline_samples_ms"] = json.loads(store.with_suffix(".samples.json").read_text())
+        log.write_text(json.dumps(meta) + "\n")
         running: list[tuple[int, subprocess.Popen[bytes], Path]] = []
         pending = list(range(args.comparisons))
         while pending or running:
@@ -272,6 +296,44 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                 f"({min(real):+.2f}% to {max(real):+.2f}%) | "
                 f"{statistics.median(ratio):.4f} ({min(ratio):.4f}-{max(ratio):.4f}) | "
                 + " | ".join(f"{c}/{len(subset)}" for c in counts)
+                + " |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def every_baseline(rows: list[dict[str, Any]]) -> str:
+    """Each comparison judged against every other process's unchanged kernel as its baseline.
+
+    One baseline process is one draw of the process-to-process variation (at 2^20 elements the
+    median moves by a tick or two of CUPTI's 32 ns clock between processes); N processes give
+    N*(N-1) baseline/comparison pairs from the same samples, each judged as kernel_bench would.
+    """
+    from pytest_kernelperf import stats
+    from pytest_kernelperf.compare import compare
+
+    by_key = {(r["process"], r["size"], r["variant"]): r for r in rows}
+    processes = sorted({r["process"] for r in rows})
+    stored = {
+        (p, size): stats.compress(by_key[(p, size, "A/A")]["samples_ms"]) for p in processes for size in SIZES
+    }
+    lines = [
+        "| size | variant | real slowdown (median) | 'slower' at 3% threshold | at 5% |",
+        "|---|---|---|---|---|",
+    ]
+    for size, count in SIZES.items():
+        for variant in SLOWDOWNS:
+            slower = dict.fromkeys(THRESHOLDS, 0)
+            pairs = 0
+            for current, base in itertools.permutations(processes, 2):
+                samples = by_key[(current, size, variant)]["samples_ms"]
+                pairs += 1
+                for t in THRESHOLDS:
+                    verdict = compare(samples, stored[(base, size)], threshold=t, alpha=0.01).verdict
+                    slower[t] += str(verdict) == "slower"
+            real = statistics.median(by_key[(p, size, variant)]["real_slowdown"] for p in processes) * 100
+            lines.append(
+                f"| {size} (2^{count.bit_length() - 1}) | {variant} | {real:+.2f}% | "
+                + " | ".join(f"{slower[t]}/{pairs} ({slower[t] / pairs:.1%})" for t in THRESHOLDS)
                 + " |"
             )
     return "\n".join(lines) + "\n"
