@@ -9,7 +9,8 @@ For each kernel name of an inventory this module finds the code and a short hash
   torch.compile's statically launched kernels) by name; kernels launched through Triton's own
   launcher are also seen by a `triton.knobs.runtime.launch_enter_hook` during the profiled calls,
   whose function handle picks the right one when several specialisations share a name (a kernel
-  run with BLOCK_SIZE 1024 and 2048 in one process). The hash is of the PTX without its debug
+  run with BLOCK_SIZE 1024 and 2048 in one process); for torch.compile's kernels, which inductor
+  launches itself, the one its autotuner kept. The hash is of the PTX without its debug
   information (file paths and line numbers), so that moving a checkout does not change it.
 * CUDA extensions (`load_inline`, `setup.py`): the SASS of the kernel's function, disassembled with
   `cuobjdump` from the shared objects mapped into this process that carry device code, apart from
