@@ -82,6 +82,23 @@ def _error(median: float, ci: tuple[float, float] | None) -> list[list[float]]:
     return [[max(median - low, 0.0)], [max(high - median, 0.0)]]
 
 
+def _bar(
+    axes: Any,
+    y: float,
+    height: float,
+    median: float,
+    ci: tuple[float, float] | None,
+    colour: str,
+    note: str,
+    text_colour: str = "black",
+) -> float:
+    """One horizontal bar with its confidence interval and a note at its end; the note's x."""
+    axes.barh(y, median, height, xerr=_error(median, ci), color=colour, ecolor="black", capsize=3)
+    edge = ci[1] if ci else median
+    axes.text(edge, y, note, va="center", fontsize=8, color=text_colour)
+    return edge
+
+
 def times_figure(group: Group) -> Any:
     """Horizontal bars per implementation: this run, the baseline, the reference; with 95% CIs."""
     from matplotlib.figure import Figure
@@ -103,66 +120,28 @@ def times_figure(group: Group) -> Any:
         offset = (bars - 1) / 2 * height
         failed_ratio = result.ratio is not None and result.ratio.exceeded
         colour = COLOURS[Verdict.SLOWER] if failed_ratio else COLOURS.get(result.verdict, CURRENT)
-        axes.barh(
-            y + offset,
-            result.median_ms,
-            height * 0.9,
-            xerr=_error(result.median_ms, result.ci_ms),
-            color=colour,
-            ecolor="black",
-            capsize=3,
-        )
         note = f" {result.median_ms:.4g} ms"
         if result.change_pct is not None:
             note += f" ({change_text(result.change_pct)}, {result.verdict})"
         elif result.verdict is not Verdict.SAME:
             note += f" ({result.verdict})"
-        hi = result.ci_ms[1] if result.ci_ms else result.median_ms
-        axes.text(hi, y + offset, note, va="center", fontsize=8)
-        longest = max(longest, hi)
+        width = height * 0.9
+        longest = max(longest, _bar(axes, y + offset, width, result.median_ms, result.ci_ms, colour, note))
         slot = offset - height
         if has_baseline:
             if result.baseline_ms is not None:
-                axes.barh(
-                    y + slot,
-                    result.baseline_ms,
-                    height * 0.9,
-                    xerr=_error(result.baseline_ms, result.baseline_ci_ms),
-                    color=BASELINE,
-                    ecolor="black",
-                    capsize=3,
-                )
-                base_hi = result.baseline_ci_ms[1] if result.baseline_ci_ms else result.baseline_ms
-                axes.text(
-                    base_hi,
-                    y + slot,
-                    f" baseline {result.baseline_ms:.4g} ms",
-                    va="center",
-                    fontsize=8,
-                    color="dimgray",
-                )
-                longest = max(longest, base_hi)
+                note = f" baseline {result.baseline_ms:.4g} ms"
+                ci = result.baseline_ci_ms
+                edge = _bar(axes, y + slot, width, result.baseline_ms, ci, BASELINE, note, "dimgray")
+                longest = max(longest, edge)
             slot -= height
         if has_reference and result.ratio is not None:
             check = result.ratio
-            axes.barh(
-                y + slot,
-                check.reference_median_ms,
-                height * 0.9,
-                xerr=_error(check.reference_median_ms, check.reference_ci_ms),
-                color=REFERENCE,
-                ecolor="black",
-                capsize=3,
-            )
-            axes.text(
-                check.reference_ci_ms[1],
-                y + slot,
-                f" reference; ratio {check.describe()}",
-                va="center",
-                fontsize=8,
-                color=COLOURS[Verdict.SLOWER] if check.exceeded else "black",
-            )
-            longest = max(longest, check.reference_ci_ms[1])
+            note = f" reference; ratio {check.describe()}"
+            text_colour = COLOURS[Verdict.SLOWER] if check.exceeded else "black"
+            ci = check.reference_ci_ms
+            edge = _bar(axes, y + slot, width, check.reference_median_ms, ci, REFERENCE, note, text_colour)
+            longest = max(longest, edge)
     axes.set_yticks([y for y, _ in labels], [text for _, text in labels])
     axes.set_xlim(0, longest * 1.45 if longest > 0 else 1)
     axes.set_xlabel("time per call (ms): median, with 95% confidence interval of the median")
