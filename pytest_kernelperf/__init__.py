@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .compare import Verdict
-from .results import BenchResult
+from pytest_kernelperf.results.result import BenchResult
+from pytest_kernelperf.verdict.judge import Verdict
 
 __all__ = ["BenchResult", "Verdict"]
 __version__ = "0.1.0"

@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from . import jsonreport, report, runs
-from .compare import Verdict, parse_threshold
-from .results import BenchResult
+from pytest_kernelperf.results import render, runfile, saved_runs
+from pytest_kernelperf.results.result import BenchResult
+from pytest_kernelperf.verdict.judge import Verdict, parse_threshold
 
 ANSI = {"bad": "\x1b[31;1m", "good": "\x1b[32m", "warn": "\x1b[33m", "bold": "\x1b[1m"}
 RESET = "\x1b[0m"
@@ -113,13 +113,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         if args.command == "report":
             return _report(args, out)
         return _update(args, out)
-    except (CliError, jsonreport.RunFileError, runs.MergeError) as exc:
+    except (CliError, runfile.RunFileError, saved_runs.MergeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
 
-def _load(path: Path) -> jsonreport.RunReport:
-    return jsonreport.load(path)
+def _load(path: Path) -> runfile.RunReport:
+    return runfile.load(path)
 
 
 def _colour(choice: str, stream: TextIO) -> bool:
@@ -128,7 +128,7 @@ def _colour(choice: str, stream: TextIO) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ
 
 
-def _print_lines(lines: list[report.Line], out: TextIO, colour: bool) -> None:
+def _print_lines(lines: list[render.Line], out: TextIO, colour: bool) -> None:
     for line in lines:
         if colour:
             text = "".join(f"{ANSI[style]}{seg}{RESET}" if style in ANSI else seg for seg, style in line)
@@ -139,14 +139,14 @@ def _print_lines(lines: list[report.Line], out: TextIO, colour: bool) -> None:
 
 def _compare(args: argparse.Namespace, out: TextIO) -> int:
     old, new = _load(args.old), _load(args.new)
-    results, missing = runs.compare_runs(
+    results, missing = saved_runs.compare_runs(
         old, new, old_source=str(args.old), threshold=args.threshold, alpha=args.alpha
     )
     print(f"kernelperf compare: {args.new} against {args.old}", file=out)
-    _print_lines(report.styled_lines(results, new.peaks), out, _colour(args.color, out))
+    _print_lines(render.styled_lines(results, new.peaks), out, _colour(args.color, out))
     for key in missing:
-        print(f"not in {args.new}: {runs.describe_key(key)}", file=out)
-    judged = jsonreport.RunReport(
+        print(f"not in {args.new}: {saved_runs.describe_key(key)}", file=out)
+    judged = runfile.RunReport(
         plugin_version=new.plugin_version,
         created=new.created,
         mode="compare",
@@ -160,25 +160,23 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
     if args.plot is not None:
         judged.artifacts["plots"] = [str(p) for p in _plots(args.plot, results, new, out)]
     if args.markdown is not None:
-        text = report.markdown(
+        text = render.markdown(
             results,
             new.peaks,
             title=f"kernelperf compare ({args.new.name} vs {args.old.name})",
-            environment=jsonreport.devices_by_name(new.devices),
+            environment=runfile.devices_by_name(new.devices),
         )
         _write(args.markdown, lambda: _write_text(args.markdown, text))
         print(f"wrote the markdown to {args.markdown}", file=out)
     if args.json is not None:
         judged.artifacts["json"] = str(args.json)
-        _write(args.json, lambda: jsonreport.write(args.json, judged))
+        _write(args.json, lambda: runfile.write(args.json, judged))
         print(f"wrote the JSON to {args.json}", file=out)
     return 1 if any(r.verdict is Verdict.SLOWER for r in results) else 0
 
 
-def _plots(
-    folder: Path, results: Sequence[BenchResult], run: jsonreport.RunReport, out: TextIO
-) -> list[Path]:
-    from . import plots
+def _plots(folder: Path, results: Sequence[BenchResult], run: runfile.RunReport, out: TextIO) -> list[Path]:
+    from pytest_kernelperf.results import plots
 
     try:
         written = plots.write_all(folder, results, run.peaks)
@@ -193,14 +191,14 @@ def _plots(
 def _report(args: argparse.Namespace, out: TextIO) -> int:
     run = _load(args.run)
     text = (
-        report.markdown(run.results, run.peaks, environment=jsonreport.devices_by_name(run.devices))
+        render.markdown(run.results, run.peaks, environment=runfile.devices_by_name(run.devices))
         if args.markdown is not None
         else ""
     )
     if args.markdown == Path("-"):
         print(text, file=out)
         return 0
-    _print_lines(report.styled_lines(run.results, run.peaks), out, _colour(args.color, out))
+    _print_lines(render.styled_lines(run.results, run.peaks), out, _colour(args.color, out))
     if args.markdown is not None:
         _write(args.markdown, lambda: _write_text(args.markdown, text))
         print(f"wrote the markdown to {args.markdown}", file=out)
@@ -223,11 +221,11 @@ def _write(path: Path, action: Callable[[], object]) -> None:
 
 def _merge(args: argparse.Namespace, out: TextIO) -> int:
     loaded = [_load(path) for path in args.inputs]
-    merged = runs.merge_runs(loaded, [str(p) for p in args.inputs], output=str(args.output))
-    _write(args.output, lambda: jsonreport.write(args.output, merged))
+    merged = saved_runs.merge_runs(loaded, [str(p) for p in args.inputs], output=str(args.output))
+    _write(args.output, lambda: runfile.write(args.output, merged))
     print(
         f"merged {len(merged.results)} results from {len(args.inputs)} files into {args.output}: "
-        f"{report.totals(merged.results)}",
+        f"{render.totals(merged.results)}",
         file=out,
     )
     return 0
@@ -241,9 +239,9 @@ def _update(args: argparse.Namespace, out: TextIO) -> int:
             "or --kernelperf-update-baselines?)"
         )
     try:
-        updates = runs.update_baselines(run, args.baseline_dir)
+        updates = saved_runs.update_baselines(run, args.baseline_dir)
     except OSError as exc:
         raise CliError(f"cannot write baselines under {args.baseline_dir}: {exc}") from None
-    for line in report.update_lines(updates):
+    for line in render.update_lines(updates):
         print(line, file=out)
     return 0

@@ -12,10 +12,10 @@ import pluggy
 if TYPE_CHECKING:
     import pytest
 
-    from .device import DeviceInfo
-    from .profile import CallProfile, ProfileRequest
-    from .settings import Settings
-    from .timing import Timer
+    from pytest_kernelperf.measure.device import DeviceInfo
+    from pytest_kernelperf.measure.timing import Timer
+    from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
+    from pytest_kernelperf.settings import Settings
 
 hookspec = pluggy.HookspecMarker("pytest")
 
@@ -24,7 +24,7 @@ hookspec = pluggy.HookspecMarker("pytest")
 def pytest_kernelperf_make_timer(
     config: pytest.Config, settings: Settings, device: DeviceInfo
 ) -> Timer | None:
-    """Return the Timer that measures calls on `device` (see pytest_kernelperf.timing.Timer).
+    """Return the Timer that measures calls on `device` (see pytest_kernelperf.measure.timing.Timer).
 
     The built-in implementation returns the backend named by `settings.timer`. A timer must name
     its method in the Metric it returns: baselines are only compared with the same method.
@@ -49,6 +49,6 @@ def pytest_kernelperf_profile_call(
     Called with ``--kernelperf-profile``, for a call whose verdict is slower or unreliable (to
     explain it), and on ``--kernelperf-update-baselines`` for the kernel inventory (then
     ``profile_request.folder`` is None: write no files). The built-in implementation runs
-    torch.profiler (pytest_kernelperf.profile.capture); pytest_kernelperf.testing.FakeProfiler is
+    torch.profiler (pytest_kernelperf.profiling.capture.capture); pytest_kernelperf.testing.FakeProfiler is
     a deterministic stand-in for tests.
     """

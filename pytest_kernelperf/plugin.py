@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from . import hookspec
-from .device import DeviceInfo
-from .profile import CallProfile, ProfileRequest
-from .reliability import Reliability
-from .session import KernelperfSession
-from .settings import MARKER_KEYS, OPTIONS, Settings, SettingsError, resolve
-from .timing import Timer, make_timer
+from pytest_kernelperf import hookspec
+from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.measure.timing import Timer, make_timer
+from pytest_kernelperf.plugins.reliability import Reliability
+from pytest_kernelperf.plugins.session import KernelperfSession
+from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
+from pytest_kernelperf.settings import MARKER_KEYS, OPTIONS, Settings, SettingsError, resolve
 
 SESSION = pytest.StashKey[KernelperfSession]()
 
@@ -103,7 +103,9 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     reliability.attach(config.stash[SESSION])
     config.pluginmanager.register(reliability, "kernelperf-reliability")
-    from .reporting import Reports  # the -v words, JUnit properties, summary table and report files
+    from pytest_kernelperf.plugins.reporting import (
+        Reports,  # the -v words, JUnit properties, summary table and report files
+    )
 
     config.pluginmanager.register(Reports(config, config.stash[SESSION]), "kernelperf-reports")
 
@@ -135,14 +137,14 @@ def _profile_call(config: pytest.Config, request: ProfileRequest) -> CallProfile
 
 @pytest.hookimpl(trylast=True)
 def pytest_kernelperf_profile_call(config: pytest.Config, profile_request: ProfileRequest) -> CallProfile:
-    from .profile import capture
+    from pytest_kernelperf.profiling.capture import capture
 
     return capture(profile_request)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_kernelperf_device_info(config: pytest.Config, kind: str) -> DeviceInfo:
-    from .device import fingerprint
+    from pytest_kernelperf.measure.device import fingerprint
 
     return fingerprint(kind)
 
@@ -170,7 +172,7 @@ def kernel_bench(request: pytest.FixtureRequest) -> Any:
     CUDA device is usable, else "cpu". Per-test settings: ``@pytest.mark.kernelperf(threshold=...)``.
     """
     try:
-        from .device import default_device
+        from pytest_kernelperf.measure.device import default_device
 
         device = default_device()
     except ImportError as exc:

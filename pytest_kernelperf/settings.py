@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .compare import parse_threshold
-from .timing import CACHE_MODES, METHODS, SamplingPlan
+from pytest_kernelperf.measure.timing import CACHE_MODES, METHODS, SamplingPlan
+from pytest_kernelperf.verdict.judge import parse_threshold
 
 
 class SettingsError(ValueError):

@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import inventory
-from .inventory import KernelRecord
-from .profile import CallProfile, ProfileRequest
-from .timing import Metric, SamplingPlan, Target, Timing
+from pytest_kernelperf.measure.timing import Metric, SamplingPlan, Target, Timing
+from pytest_kernelperf.profiling import inventory
+from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
+from pytest_kernelperf.profiling.inventory import KernelRecord
 
 SEED_VARIABLE = "KERNELPERF_SCRIPTED_SEED"
 

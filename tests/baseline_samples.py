@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pytest_kernelperf.baselines import BaselineEntry, EntryKey, MetricRecord, as_stored, dump
-from pytest_kernelperf.inventory import KernelRecord
+from pytest_kernelperf.profiling.inventory import KernelRecord
 
 H200 = "NVIDIA H200"
 CPU = "AMD EPYC 9654 96-Core Processor"

@@ -16,7 +16,7 @@ from pytest_kernelperf.baselines import (
     dump,
     parse,
 )
-from pytest_kernelperf.inventory import KernelRecord
+from pytest_kernelperf.profiling.inventory import KernelRecord
 
 PATH = Path("baselines/test_x.yaml")
 KEY = EntryKey("test_gelu", "NVIDIA H200", "hot")

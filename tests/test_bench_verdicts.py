@@ -1,4 +1,4 @@
-"""bench/verdicts.py's re-judging of recorded samples (no GPU: the samples are made up here)."""
+"""studies/verdicts.py's re-judging of recorded samples (no GPU: the samples are made up here)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "verdicts.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "studies" / "verdicts.py"
 
 
 @pytest.fixture(scope="module")

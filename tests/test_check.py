@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pytest_kernelperf.check import Mismatch, assert_matches, default_tolerances
+from pytest_kernelperf.correctness import Mismatch, assert_matches, default_tolerances
 
 
 def test_equal_outputs_pass() -> None:

@@ -12,9 +12,9 @@ import pytest
 from conftest import Project
 from reportkit import setup, times
 
-from pytest_kernelperf import jsonreport
 from pytest_kernelperf.cli import main
-from pytest_kernelperf.compare import Verdict
+from pytest_kernelperf.results import runfile
+from pytest_kernelperf.verdict.judge import Verdict
 
 ROOT = Path(__file__).parent.parent
 
@@ -51,8 +51,8 @@ def test_compare_reproduces_the_verdicts_of_the_run_that_wrote_the_json(project:
         for line in text.splitlines()
     )
 
-    in_run = {r.label: r for r in jsonreport.load(new).results}
-    judged = {r.label: r for r in jsonreport.load(old.parent / "judged.json").results}
+    in_run = {r.label: r for r in runfile.load(new).results}
+    judged = {r.label: r for r in runfile.load(old.parent / "judged.json").results}
     assert judged.keys() == in_run.keys()
     for label, result in in_run.items():
         again = judged[label]
@@ -120,7 +120,7 @@ def test_merge_combines_shards_and_refuses_duplicates(project: Project) -> None:
     folder = project.pytester.path
     code, text = cli("merge", str(folder / "a.json"), str(folder / "b.json"), "-o", str(folder / "all.json"))
     assert code == 0 and "merged 6 results from 2 files" in text and "6 new" in text
-    merged = jsonreport.load(folder / "all.json")
+    merged = runfile.load(folder / "all.json")
     assert merged.merged_from == (str(folder / "a.json"), str(folder / "b.json"))
     assert sorted(r.test_id for r in merged.results) == [
         "test_named::first",
@@ -212,7 +212,7 @@ def test_xdist_controller_writes_one_run_with_every_workers_results(project: Pro
     result.assert_outcomes(passed=5)
     out = project.pytester.path / "out"
     assert sorted(p.name for p in out.iterdir()) == ["run.json"]  # no per-worker files
-    assert len(jsonreport.load(out / "run.json").results) == 6
+    assert len(runfile.load(out / "run.json").results) == 6
 
 
 def test_report_renders_a_saved_run(project: Project) -> None:

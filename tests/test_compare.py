@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from pytest_kernelperf.compare import Verdict, compare, parse_threshold
+from pytest_kernelperf.verdict.judge import Verdict, compare, parse_threshold
 
 
 def samples(center: float, seed: int, n: int = 60, jitter: float = 0.005) -> list[float]:
@@ -58,7 +58,7 @@ def test_parse_threshold_rejects(bad: object) -> None:
 
 
 def test_measurements_of_different_methods_are_not_compared() -> None:
-    from pytest_kernelperf.compare import compare_measured
+    from pytest_kernelperf.verdict.judge import compare_measured
 
     result = compare_measured(
         "cupti",

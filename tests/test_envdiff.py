@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_kernelperf import envdiff
+from pytest_kernelperf.profiling import envdiff
 
 BASE = {
     "torch": "2.11.0",

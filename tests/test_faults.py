@@ -1,8 +1,8 @@
 """Faults: a raising kernel, a poisoned CUDA context (faked on CPU), isolation, a lost GPU.
 
-The CUDA context is faked by replacing `pytest_kernelperf.faults.cuda_probe`: a "bad" kernel sets a
+The CUDA context is faked by replacing `pytest_kernelperf.measure.faults.cuda_probe`: a "bad" kernel sets a
 flag, and from then on the probe answers like torch.cuda.synchronize() after an illegal memory
-access. The real thing runs on the H200 in scripts/gpu_reliability.sh.
+access. The real thing runs on the H200 in studies/gpu_reliability.sh.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import SCRIPTED_CONFTEST, Project
 
-from pytest_kernelperf import faults
 from pytest_kernelperf.baselines import read
-from pytest_kernelperf.faults import CudaContextPoisoned, FaultGuard, NotMeasured, kernel_name
+from pytest_kernelperf.measure import faults
+from pytest_kernelperf.measure.faults import CudaContextPoisoned, FaultGuard, NotMeasured, kernel_name
 
 ROOT = Path(faults.__file__).resolve().parent.parent
 
@@ -86,7 +86,7 @@ def test_kernel_names() -> None:
 POISON_CONFTEST = (
     SCRIPTED_CONFTEST
     + """
-from pytest_kernelperf import faults
+from pytest_kernelperf.measure import faults
 
 STATE = {"broken": False}
 _probe = faults.cuda_probe
@@ -374,7 +374,8 @@ def test_require_gpu_without_a_gpu_errors_every_kernel_bench_test(project: Proje
 
 
 def test_require_gpu_with_a_gpu_lets_tests_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_kernelperf import device, reliability
+    from pytest_kernelperf.measure import device
+    from pytest_kernelperf.plugins import reliability
 
     monkeypatch.setattr(device, "cuda_usable", lambda: True)
     assert reliability.missing_gpu() is None

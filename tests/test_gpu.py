@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pytest_kernelperf.device import fingerprint
-from pytest_kernelperf.timing import (
+from pytest_kernelperf.measure.device import fingerprint
+from pytest_kernelperf.measure.timing import (
     AutoTimer,
     CudaEventTimer,
     CudaGraphTimer,
@@ -64,7 +64,7 @@ def test_auto_falls_back_when_graph_and_cupti_are_unavailable(monkeypatch: pytes
     def blocked(*args: object, **kwargs: object) -> list[float]:
         return []  # what a blocked CUPTI gives: no device records
 
-    monkeypatch.setattr("pytest_kernelperf.timing.profile_device_activity", blocked)
+    monkeypatch.setattr("pytest_kernelperf.measure.timing.profile_device_activity", blocked)
     x = torch.randn(1024, device="cuda")
     target = Target(lambda: (x * 2).sum().item(), fingerprint("cuda"))
     timing = AutoTimer().measure(target, SamplingPlan(max_time_s=0.05))

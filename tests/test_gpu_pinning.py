@@ -1,7 +1,7 @@
 """Several GPUs: worker gwN measures on GPU N % count, and workers sharing a GPU take turns.
 
 On this CPU machine the GPUs are fakes (torch.cuda functions replaced); the real run is
-scripts/gpu_xdist.sh on two H200s.
+studies/gpu_xdist.sh on two H200s.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from pytest_kernelperf import gpu
-from pytest_kernelperf.device import DeviceInfo, physical_id
-from pytest_kernelperf.gpu import GpuLock, GpuLockTimeout, GpuUsage, LockedTimer, choose
-from pytest_kernelperf.timing import Metric, SamplingPlan, Target, Timing
+from pytest_kernelperf.measure import gpu
+from pytest_kernelperf.measure.device import DeviceInfo, physical_id
+from pytest_kernelperf.measure.gpu import GpuLock, GpuLockTimeout, GpuUsage, LockedTimer, choose
+from pytest_kernelperf.measure.timing import Metric, SamplingPlan, Target, Timing
 
 ROOT = Path(gpu.__file__).resolve().parent.parent
 
@@ -112,7 +112,7 @@ def test_lock_is_exclusive_and_names_its_holder(tmp_path: Path) -> None:
 HOLDER = """
 import sys, time
 from pathlib import Path
-from pytest_kernelperf.gpu import GpuLock
+from pytest_kernelperf.measure.gpu import GpuLock
 with GpuLock(Path(sys.argv[1])):
     print("holding", flush=True)
     time.sleep(600)
@@ -186,8 +186,8 @@ import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[3])
 from test_gpu_pinning import SleepyTimer, fake_target
-from pytest_kernelperf.gpu import GpuUsage, LockedTimer
-from pytest_kernelperf.timing import SamplingPlan
+from pytest_kernelperf.measure.gpu import GpuUsage, LockedTimer
+from pytest_kernelperf.measure.timing import SamplingPlan
 timer = LockedTimer(SleepyTimer(Path(sys.argv[2])), Path(sys.argv[1]), GpuUsage(), key=lambda i: "GPU-shared")
 for _ in range(3):
     timer.measure(fake_target("cuda", 0), SamplingPlan())
@@ -212,7 +212,7 @@ FAKE_GPU_CONFTEST = """
 import pytest
 import torch
 from types import SimpleNamespace
-from pytest_kernelperf.device import DeviceInfo
+from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.testing import ScriptedTimer
 
 # Two fake GPUs: enough of torch.cuda for pinning, and a device hook that reports the current one.

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_kernelperf import inventory
-from pytest_kernelperf.inventory import DeviceEvent, KernelRecord
+from pytest_kernelperf.profiling import inventory
+from pytest_kernelperf.profiling.inventory import DeviceEvent, KernelRecord
 
 
 def k(

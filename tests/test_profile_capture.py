@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from torch.autograd import DeviceType  # type: ignore[attr-defined]
 
-from pytest_kernelperf import codegen, profile
-from pytest_kernelperf.device import DeviceInfo
-from pytest_kernelperf.inventory import DeviceEvent, KernelRecord
+from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.profiling import capture, codegen
+from pytest_kernelperf.profiling.inventory import DeviceEvent, KernelRecord
 
 
 @dataclass
@@ -41,7 +41,7 @@ class _Prof:
 
 
 def test_device_events_are_kernels_memcpys_and_memsets_only() -> None:
-    assert profile.device_events(_Prof()) == [
+    assert capture.device_events(_Prof()) == [
         DeviceEvent("triton_poi_fused_mul_0", 30.0),
         DeviceEvent("Memset (Device)", 1.0),
     ]
@@ -73,7 +73,7 @@ def test_generated_code_asks_triton_and_the_binaries_for_the_right_names(
         )
     )
     device = DeviceInfo("cuda", "NVIDIA H200", 0, {"capability": "9.0"})
-    report = profile.generated_code(kernels, {"my_kernel": {7}}, device)
+    report = capture.generated_code(kernels, {"my_kernel": {7}}, device)
     assert asked == {
         "triton": [
             "my_kernel",
@@ -87,17 +87,17 @@ def test_generated_code_asks_triton_and_the_binaries_for_the_right_names(
 
 def test_artifact_folder_is_inside_the_root_and_safe() -> None:
     root = Path("/tmp/artefacts")
-    folder = profile.artifact_folder(root, "../tests/test_x.py::test_y[a/b]", "fast path")
+    folder = capture.artifact_folder(root, "../tests/test_x.py::test_y[a/b]", "fast path")
     assert folder == root / "tests_test_x.py_test_y_a_b" / "fast_path"
-    assert profile.artifact_folder(root, "t.py::test", None).name == "default"
+    assert capture.artifact_folder(root, "t.py::test", None).name == "default"
 
 
 def test_cpu_inventory_only_request_runs_no_profiler() -> None:
     calls: list[int] = []
-    request = profile.ProfileRequest(
+    request = capture.ProfileRequest(
         call=lambda: calls.append(1), device=DeviceInfo("cpu", "CPU"), folder=None
     )
-    assert profile.capture(request) == profile.CallProfile()
+    assert capture.capture(request) == capture.CallProfile()
     assert calls == []
 
 
@@ -105,9 +105,9 @@ def test_earlier_profile_files_are_removed_and_others_kept(tmp_path: Path) -> No
     (tmp_path / "code").mkdir()
     for name in ("profile.txt", "trace.json", "notes.md", "code/old_kernel.ptx", "code/readme.txt"):
         (tmp_path / name).write_text("x")
-    request = profile.ProfileRequest(call=lambda: None, device=DeviceInfo("cpu", "CPU"), folder=tmp_path)
-    result = profile.capture(request)
+    request = capture.ProfileRequest(call=lambda: None, device=DeviceInfo("cpu", "CPU"), folder=tmp_path)
+    result = capture.capture(request)
     assert sorted(p.name for p in result.artifacts) == ["profile.txt", "trace.json"]
     assert (tmp_path / "notes.md").exists() and (tmp_path / "code" / "readme.txt").exists()
     assert not (tmp_path / "code" / "old_kernel.ptx").exists()
-    assert result.kernels is None and result.notes == (profile.CPU_NO_INVENTORY,)
+    assert result.kernels is None and result.notes == (capture.CPU_NO_INVENTORY,)

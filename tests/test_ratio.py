@@ -8,7 +8,7 @@ import pytest
 from conftest import Project
 from reportkit import setup, times
 
-from pytest_kernelperf.ratio import check_ratio, validate_max_ratio
+from pytest_kernelperf.verdict.ratio import check_ratio, validate_max_ratio
 
 RATIO_MODULE = """
 import os

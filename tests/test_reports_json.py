@@ -12,14 +12,14 @@ import pytest
 from conftest import Project
 from reportkit import KERNELS, RATIO, mixed_verdicts, setup, times
 
-from pytest_kernelperf import jsonreport
 from pytest_kernelperf.baselines import BaselineEntry, MetricRecord
-from pytest_kernelperf.compare import Comparison, Verdict
-from pytest_kernelperf.device import DeviceInfo
-from pytest_kernelperf.inventory import KernelRecord
-from pytest_kernelperf.ratio import RatioCheck
-from pytest_kernelperf.results import BenchResult
-from pytest_kernelperf.roofline import Peak
+from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.measure.roofline import Peak
+from pytest_kernelperf.profiling.inventory import KernelRecord
+from pytest_kernelperf.results import runfile
+from pytest_kernelperf.results.result import BenchResult
+from pytest_kernelperf.verdict.judge import Comparison, Verdict
+from pytest_kernelperf.verdict.ratio import RatioCheck
 
 DOC = Path(__file__).parent.parent / "docs" / "json-schema.md"
 OPTIONAL = {"merged_from", "xdist_worker"}  # documented as present only in some files
@@ -103,7 +103,7 @@ def test_json_matches_the_documented_schema_and_reads_back(project: Project) -> 
     check_object(data, "", documented(), seen)
     # Every documented object occurred at least once (host latency and kernel inventories are CUDA-only).
     assert set(documented()) - seen <= {"results[].host_latency", "results[].baseline_entry.kernels[]"}
-    check_object(jsonreport.result_to_dict(full_result()), "results[]", documented(), seen)
+    check_object(runfile.result_to_dict(full_result()), "results[]", documented(), seen)
     assert set(documented()) - seen == set()
 
     assert data["schema"] == "pytest-kernelperf-run" and data["schema_version"] == 1
@@ -136,10 +136,10 @@ def test_json_matches_the_documented_schema_and_reads_back(project: Project) -> 
     assert data["artifacts"]["json"] == "out/run.json"
 
     # Read back: nothing lost, and writing it again gives the same document.
-    run = jsonreport.load(path)
+    run = runfile.load(path)
     assert len(run.results) == 7
-    assert jsonreport.loads(jsonreport.dumps(run)) == run
-    assert json.loads(jsonreport.dumps(run)) == data
+    assert runfile.loads(runfile.dumps(run)) == run
+    assert json.loads(runfile.dumps(run)) == data
 
 
 def test_update_run_records_mode_and_baseline_files(project: Project) -> None:
@@ -156,7 +156,7 @@ def test_correctness_only_run_writes_checked_results(project: Project) -> None:
     setup(project)
     times(project)
     project.run("--kernelperf-json=run.json").assert_outcomes(passed=5)
-    run = jsonreport.load(project.pytester.path / "run.json")
+    run = runfile.load(project.pytester.path / "run.json")
     assert run.mode == "check"
     assert {r.verdict for r in run.results} == {Verdict.CHECKED}
     assert all(r.median_ms is None and r.entry is None for r in run.results)
@@ -205,9 +205,9 @@ def full_result() -> BenchResult:
 
 def test_result_round_trips_with_every_field_set() -> None:
     result = full_result()
-    data = json.loads(json.dumps(jsonreport.result_to_dict(result)))
-    assert jsonreport.result_from_dict(data) == result
-    run = jsonreport.RunReport(
+    data = json.loads(json.dumps(runfile.result_to_dict(result)))
+    assert runfile.result_from_dict(data) == result
+    run = runfile.RunReport(
         plugin_version="0.1.0",
         created="2026-11-30T00:00:00Z",
         mode="compare",
@@ -222,14 +222,14 @@ def test_result_round_trips_with_every_field_set() -> None:
         artifacts={"json": "run.json"},
         merged_from=("a.json", "b.json"),
     )
-    assert jsonreport.loads(jsonreport.dumps(run)) == run
+    assert runfile.loads(runfile.dumps(run)) == run
 
 
 def test_non_finite_numbers_are_written_as_null() -> None:
     result = BenchResult(
         "t.py::test", None, "cpu", Verdict.SAME, comparison=Comparison(Verdict.SAME, math.nan, math.inf)
     )
-    data = jsonreport.result_to_dict(result)
+    data = runfile.result_to_dict(result)
     assert data["comparison"]["ratio"] is None and data["comparison"]["p_value"] is None
     json.dumps(data, allow_nan=False)  # valid JSON for strict readers
 
@@ -248,18 +248,18 @@ def test_non_finite_numbers_are_written_as_null() -> None:
     ],
 )
 def test_bad_files_are_refused_naming_the_field(change: Any, message: str, tmp_path: Path) -> None:
-    run = jsonreport.RunReport("0.1.0", "now", "compare", results=(full_result(),))
-    data = jsonreport.run_to_dict(run)
+    run = runfile.RunReport("0.1.0", "now", "compare", results=(full_result(),))
+    data = runfile.run_to_dict(run)
     change(data)
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(data))
-    with pytest.raises(jsonreport.RunFileError) as excinfo:
-        jsonreport.load(path)
+    with pytest.raises(runfile.RunFileError) as excinfo:
+        runfile.load(path)
     assert str(path) in str(excinfo.value) and message in str(excinfo.value)
 
 
 def test_not_json_names_the_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     path.write_text('{\n "schema": \n')
-    with pytest.raises(jsonreport.RunFileError, match=r"bad.json at line 3: not valid JSON"):
-        jsonreport.load(path)
+    with pytest.raises(runfile.RunFileError, match=r"bad.json at line 3: not valid JSON"):
+        runfile.load(path)

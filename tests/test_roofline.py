@@ -10,11 +10,11 @@ import torch
 from conftest import Project
 from reportkit import DEVICE, setup, times
 
-from pytest_kernelperf import roofline
-from pytest_kernelperf.compare import Verdict
-from pytest_kernelperf.device import DeviceInfo
-from pytest_kernelperf.results import BenchResult
-from pytest_kernelperf.roofline import Peak
+from pytest_kernelperf.measure import roofline
+from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.measure.roofline import Peak
+from pytest_kernelperf.results.result import BenchResult
+from pytest_kernelperf.verdict.judge import Verdict
 
 CPU = DeviceInfo("cpu", "Some CPU")
 GPU = DeviceInfo("cuda", "Some GPU", index=0)
@@ -98,7 +98,7 @@ def test_cpu_copy_bandwidth_is_measured_with_a_torch_copy() -> None:
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_copy_bandwidth_is_measured_device_to_device() -> None:
-    from pytest_kernelperf.device import fingerprint
+    from pytest_kernelperf.measure.device import fingerprint
 
     peak = roofline.measure_copy_bandwidth(fingerprint("cuda"))
     assert peak.method.startswith("device-to-device copy") and peak.gb_per_s > 100

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from pytest_kernelperf import stats
+from pytest_kernelperf.verdict import stats
 
 
 def test_summary_is_robust_to_one_huge_outlier() -> None:

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from pytest_kernelperf.device import DeviceInfo
-from pytest_kernelperf.timing import SamplingPlan, Target, TimingError, collect, make_timer, warm_up
+from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.measure.timing import SamplingPlan, Target, TimingError, collect, make_timer, warm_up
 
 
 class FakeClock:
@@ -21,7 +21,7 @@ class FakeClock:
 
 
 def test_collect_stops_when_the_median_is_pinned_down(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("pytest_kernelperf.timing.time.perf_counter", FakeClock(0.001))
+    monkeypatch.setattr("pytest_kernelperf.measure.timing.time.perf_counter", FakeClock(0.001))
     samples = collect(
         lambda: [1.0, 1.0001, 0.9999], SamplingPlan(min_samples=10, min_time_s=0.0, max_time_s=100)
     )
@@ -30,7 +30,7 @@ def test_collect_stops_when_the_median_is_pinned_down(monkeypatch: pytest.Monkey
 
 def test_collect_stops_at_the_time_budget_when_noisy(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = FakeClock(0.01)
-    monkeypatch.setattr("pytest_kernelperf.timing.time.perf_counter", clock)
+    monkeypatch.setattr("pytest_kernelperf.measure.timing.time.perf_counter", clock)
     values = itertools.cycle([1.0, 3.0, 0.5, 2.0])
     plan = SamplingPlan(min_samples=5, min_time_s=0.0, max_time_s=1.0, target_ci=1e-6)
     samples = collect(lambda: [next(values)], plan)
@@ -39,7 +39,7 @@ def test_collect_stops_at_the_time_budget_when_noisy(monkeypatch: pytest.MonkeyP
 
 def test_collect_never_stops_before_min_samples(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        "pytest_kernelperf.timing.time.perf_counter", FakeClock(10.0)
+        "pytest_kernelperf.measure.timing.time.perf_counter", FakeClock(10.0)
     )  # every batch blows the budget
     samples = collect(lambda: [1.0], SamplingPlan(min_samples=7, max_time_s=0.1))
     assert len(samples) == 7

@@ -8,7 +8,7 @@ import pytest
 from conftest import Project
 
 from pytest_kernelperf.baselines import read
-from pytest_kernelperf.unused import unused_tests
+from pytest_kernelperf.baselines.unused import unused_tests
 
 # --- the rule ----------------------------------------------------------------------------------
 

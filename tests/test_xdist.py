@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import SCRIPTED_CONFTEST
 
-from pytest_kernelperf import baselines, transport
+from pytest_kernelperf import baselines
 from pytest_kernelperf.baselines import EntryKey, read
-from pytest_kernelperf.compare import Comparison, Verdict
-from pytest_kernelperf.results import BenchResult
+from pytest_kernelperf.results import transport
+from pytest_kernelperf.results.result import BenchResult
+from pytest_kernelperf.verdict.judge import Comparison, Verdict
 
 ROOT = Path(baselines.__file__).resolve().parent.parent
 

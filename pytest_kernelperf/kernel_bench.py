@@ -1,0 +1,490 @@
+"""KernelBench: run -> check -> time -> compare -> record, for one test.
+
+Knows nothing of pytest: failing, warning and recording are callables handed in by the plugin, so
+this class is unit-testable with plain functions and fake timers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, NoReturn
+
+from pytest_kernelperf.baselines import (
+    BaselineEntry,
+    BaselineError,
+    BaselineStore,
+    EntryKey,
+    MetricRecord,
+    as_stored,
+)
+from pytest_kernelperf.correctness import Mismatch, assert_matches
+from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.measure.roofline import tensor_bytes
+from pytest_kernelperf.measure.timing import Metric, Target, Timer, Timing, TimingError
+from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest, artifact_folder
+from pytest_kernelperf.profiling.explain import regression_details
+from pytest_kernelperf.results.result import BenchResult
+from pytest_kernelperf.settings import Settings
+from pytest_kernelperf.verdict import stats
+from pytest_kernelperf.verdict.judge import Comparison, Verdict, compare_measured
+from pytest_kernelperf.verdict.ratio import RatioCheck, check_ratio, ratio_message, validate_max_ratio
+
+UPDATE_HINT = "If the change is intended, record new baselines with `pytest --kernelperf-update-baselines`."
+
+
+def no_guard() -> AbstractContextManager[None]:
+    return contextlib.nullcontext()
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What the bench needs from its host (pytest, or a test)."""
+
+    fail: Callable[[str], NoReturn]
+    warn: Callable[[str], None]
+    record: Callable[[BenchResult], None]
+    make_timer: Callable[[Settings, DeviceInfo], Timer]
+    device_info: Callable[[str], DeviceInfo]
+    now: Callable[[], _dt.datetime] = lambda: _dt.datetime.now(_dt.timezone.utc)
+    profile: Callable[[ProfileRequest], CallProfile] | None = None
+    # Wraps each call (kernel, name): the host's fault handling, e.g. a poisoned CUDA context.
+    guard: Callable[[Callable[..., Any], str | None], AbstractContextManager[None]] = lambda fn, name: (
+        no_guard()
+    )
+
+
+class KernelBench:
+    """Times a kernel against its stored baseline and checks it against a reference.
+
+    Call it as ``kernel_bench(fn, *args, reference=ref, name=..., **kwargs)``; see the plugin's
+    fixture docstring for the arguments.
+    """
+
+    def __init__(
+        self,
+        *,
+        nodeid: str,
+        settings: Settings,
+        store: BaselineStore,
+        hooks: Hooks,
+        device: str,
+    ) -> None:
+        self.nodeid = nodeid
+        self.settings = settings
+        self.device = device
+        self._store = store
+        self._hooks = hooks
+        self._names: set[str | None] = set()
+        module, _, test = nodeid.partition("::")
+        self._module = module
+        self._test = test or module
+
+    # -- public ------------------------------------------------------------------------------
+
+    def __call__(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        reference: Callable[..., Any] | None = None,
+        rtol: float | None = None,
+        atol: float | None = None,
+        name: str | None = None,
+        bytes: int | None = None,
+        flops: int | None = None,
+        max_ratio: float | None = None,
+        **kwargs: Any,
+    ) -> BenchResult:
+        __tracebackhide__ = True
+        with self._hooks.guard(fn, name):
+            self._claim(name)
+            limit = self._max_ratio(max_ratio, reference)
+            call = _bind(fn, args, kwargs)
+            output = self._check(call, reference, args, kwargs, rtol, atol)
+            # No bytes= given: count the tensors read and written (the report says "inferred").
+            inferred = tensor_bytes(args, kwargs, output) if bytes is None else None
+            del output  # on a GPU it may be a GiB that timing needs
+            if not self.settings.timing:
+                return self._record(BenchResult(self.nodeid, name, self.device, Verdict.CHECKED))
+            versus = None
+            if limit is not None and reference is not None:
+                versus = (reference, _bind(reference, args, kwargs), limit)
+            return self._time(
+                fn,
+                call,
+                name,
+                _device_of(args, kwargs, self.device),
+                bytes if bytes is not None else inferred,
+                flops,
+                bytes_inferred=bytes is None and inferred is not None,
+                versus=versus,
+            )
+
+    def check(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        reference: Callable[..., Any] | None = None,
+        rtol: float | None = None,
+        atol: float | None = None,
+        name: str | None = None,
+        why: str = "correctness only",
+        **kwargs: Any,
+    ) -> BenchResult:
+        """Check `fn` against `reference` without timing it (e.g. Triton's CPU interpreter, whose
+        timings mean nothing); reported as checked, with `why`."""
+        __tracebackhide__ = True
+        with self._hooks.guard(fn, name):
+            self._claim(name)
+            self._check(_bind(fn, args, kwargs), reference, args, kwargs, rtol, atol)
+            return self._record(BenchResult(self.nodeid, name, self.device, Verdict.CHECKED, notes=(why,)))
+
+    # -- steps -------------------------------------------------------------------------------
+
+    def _claim(self, name: str | None) -> None:
+        __tracebackhide__ = True
+        if name in self._names:
+            label = "without a name" if name is None else f"with name={name!r}"
+            self._hooks.fail(
+                f"kernel_bench was called twice {label} in {self.nodeid}; give each call its own name= "
+                "(each name is its own baseline entry)"
+            )
+        self._names.add(name)
+
+    def _max_ratio(self, value: object, reference: Callable[..., Any] | None) -> float | None:
+        __tracebackhide__ = True
+        if value is None:
+            return None
+        try:
+            limit = validate_max_ratio(value)
+        except ValueError as exc:
+            self._hooks.fail(f"kernel_bench in {self.nodeid}: {exc}")
+        if reference is None:
+            self._hooks.fail(
+                f"kernel_bench in {self.nodeid}: max_ratio={value!r} needs reference=, the function "
+                "to time fn against (e.g. kernel_bench(fn, x, reference=torch_fn, max_ratio=1.1))"
+            )
+        return limit
+
+    def _check(
+        self,
+        call: Callable[[], Any],
+        reference: Callable[..., Any] | None,
+        args: Sequence[Any],
+        kwargs: dict[str, Any],
+        rtol: float | None,
+        atol: float | None,
+    ) -> Any:
+        __tracebackhide__ = True
+        output = call()  # the first call also pays for compilation; a raise is the test's error
+        if reference is None:
+            return output
+        expected = reference(*args, **kwargs)
+        try:
+            assert_matches(output, expected, rtol=rtol, atol=atol)
+        except Mismatch as exc:
+            problem: Mismatch | None = exc
+        else:
+            problem = None
+        if problem is not None:  # failed outside the except block: no chained traceback
+            self._hooks.fail(f"{problem} ({self.nodeid})")
+        return output
+
+    def _time(
+        self,
+        fn: Callable[..., Any],
+        call: Callable[[], Any],
+        name: str | None,
+        kind: str,
+        nbytes: int | None,
+        flops: int | None,
+        *,
+        bytes_inferred: bool = False,
+        versus: tuple[Callable[..., Any], Callable[[], Any], float] | None = None,
+    ) -> BenchResult:
+        __tracebackhide__ = True
+        device = self._hooks.device_info(kind)
+        path = self._store.path_for(self._module)
+        key = EntryKey(
+            self._test if name is None else f"{self._test}::{name}", device.name, self.settings.cache
+        )
+        baseline = self._baseline(path, key)
+        prefer = baseline.device_time.method if baseline else None
+        timer = self._hooks.make_timer(self.settings, device)
+        try:
+            timing = timer.measure(Target(call, device, label=key.test, fn=fn), self.settings.plan(prefer))
+        except TimingError as exc:
+            self._hooks.fail(f"kernel_bench could not time {self.nodeid}: {exc}")
+        for note in timing.notes:
+            self._hooks.warn(f"{self.nodeid}: {note}")
+        ratio = self._time_reference(versus, timing, device, key, timer) if versus else None
+        result = self._judge(timing, baseline, device, name, path, nbytes, flops)
+        profiled = self._profile(fn, call, device, name, result.verdict)
+        entry = as_stored(self._entry(timing, device, profiled))
+        result = replace(
+            result,
+            bytes_inferred=bytes_inferred,
+            ratio=ratio,
+            baseline_ci_ms=baseline.device_time.ci_ms if baseline else None,
+            entry=entry,
+        )
+        if profiled is not None:
+            result = replace(
+                result,
+                artifacts=tuple(str(p) for p in profiled.artifacts),
+                notes=result.notes + profiled.notes,
+            )
+        if self.settings.update:
+            self._store.stage(path, key, entry)
+        self._record(result)
+        self._enforce(result, baseline, path, _environment(timing, device), profiled)
+        return result
+
+    def _time_reference(
+        self,
+        versus: tuple[Callable[..., Any], Callable[[], Any], float],
+        timing: Timing,
+        device: DeviceInfo,
+        key: EntryKey,
+        timer: Timer,
+    ) -> RatioCheck:
+        """Time the reference with the same timer and plan, preferring the method fn got."""
+        __tracebackhide__ = True
+        reference, call, limit = versus
+        measured = timing.device_time
+        target = Target(call, device, label=f"{key.test}::reference", fn=reference)
+        try:
+            ref = timer.measure(target, self.settings.plan(measured.method))
+        except TimingError as exc:
+            self._hooks.fail(f"kernel_bench could not time the reference of {self.nodeid}: {exc}")
+        check = check_ratio(
+            measured.samples_ms,
+            measured.method,
+            ref.device_time.samples_ms,
+            ref.device_time.method,
+            max_ratio=limit,
+            alpha=self.settings.alpha,
+        )
+        if measured.method != ref.device_time.method:
+            self._hooks.warn(f"{self.nodeid}: {check.reason}; max_ratio was not checked")
+        return check
+
+    def _profile(
+        self,
+        fn: Callable[..., Any],
+        call: Callable[[], Any],
+        device: DeviceInfo,
+        name: str | None,
+        verdict: Verdict,
+    ) -> CallProfile | None:
+        """Profile the call once more, after its timing: for everything with --kernelperf-profile,
+        for a slower or unreliable verdict (to explain it), and for the kernel inventory of an update."""
+        settings = self.settings
+        explain = not settings.update and verdict in (Verdict.SLOWER, Verdict.UNRELIABLE)
+        write_files = settings.profile or explain
+        if self._hooks.profile is None or not (write_files or settings.update):
+            return None
+        request = ProfileRequest(
+            call=call,
+            device=device,
+            folder=artifact_folder(settings.artifacts, self.nodeid, name) if write_files else None,
+            with_stack=settings.profile_stack,
+            fn=fn,
+            label=self.nodeid if name is None else f"{self.nodeid} [{name}]",
+        )
+        try:
+            return self._hooks.profile(request)
+        except Exception as exc:  # a failing profiler must not hide the verdict it was to explain
+            return CallProfile(notes=(f"profiling failed: {type(exc).__name__}: {exc}",))
+
+    def _baseline(self, path: Path, key: EntryKey) -> BaselineEntry | None:
+        __tracebackhide__ = True
+        try:
+            return self._store.lookup(path, key)
+        except BaselineError as exc:
+            problem = exc
+        if self.settings.update:
+            self._hooks.warn(f"{problem.path}: {problem.problem}; the update replaces this file")
+            return None
+        self._hooks.fail(str(problem))  # outside the except block: no chained traceback
+
+    def _judge(
+        self,
+        timing: Timing,
+        baseline: BaselineEntry | None,
+        device: DeviceInfo,
+        name: str | None,
+        path: Path,
+        nbytes: int | None,
+        flops: int | None,
+    ) -> BenchResult:
+        threshold, alpha = self.settings.threshold, self.settings.alpha
+        measured = timing.device_time
+        comparison = _compare_metric(measured, baseline.device_time if baseline else None, threshold, alpha)
+        host = timing.host_latency
+        host_base = baseline.host_latency if baseline else None
+        host_threshold = self.settings.host_threshold
+        host_comparison = (
+            _compare_metric(host, host_base, host_threshold, alpha) if host is not None else None
+        )
+        verdict = comparison.verdict
+        notes = list(timing.notes)
+        if timing.health is not None:
+            notes.append(timing.health.describe())
+            if timing.health.throttled:
+                verdict = Verdict.UNRELIABLE
+                comparison = Comparison(
+                    Verdict.UNRELIABLE,
+                    ratio=comparison.ratio,
+                    p_value=comparison.p_value,
+                    threshold=threshold,
+                    alpha=alpha,
+                    reason=f"GPU throttled during the measurement ({', '.join(timing.health.throttled)})",
+                )
+        summary = measured.summary
+        return BenchResult(
+            nodeid=self.nodeid,
+            name=name,
+            device=device.name,
+            verdict=verdict,
+            cache=self.settings.cache,
+            method=measured.method,
+            median_ms=summary.median_ms,
+            samples_ms=measured.samples_ms,
+            ci_ms=(summary.ci_low_ms, summary.ci_high_ms),
+            baseline_ms=baseline.device_time.median_ms if baseline else None,
+            comparison=comparison,
+            host_method=host.method if host else None,
+            host_median_ms=host.summary.median_ms if host else None,
+            host_baseline_ms=host_base.median_ms if host_base else None,
+            host_comparison=host_comparison,
+            baseline_file=str(path),
+            notes=tuple(notes),
+            bytes=nbytes,
+            flops=flops,
+            wall_s=timing.wall_s,
+            device_index=device.index,
+        )
+
+    def _enforce(
+        self,
+        result: BenchResult,
+        baseline: BaselineEntry | None,
+        path: Path,
+        environment: dict[str, str],
+        profiled: CallProfile | None,
+    ) -> None:
+        __tracebackhide__ = True
+        # The ratio is a property of the code, not of a baseline: it holds in updates too.
+        if result.ratio is not None and result.ratio.exceeded:
+            assert result.median_ms is not None
+            self._hooks.fail(ratio_message(result.label, result.device, result.median_ms, result.ratio))
+        if self.settings.update:
+            return
+        if result.verdict is Verdict.SLOWER:
+            assert baseline is not None
+            details = regression_details(baseline, environment, profiled)
+            self._hooks.fail(regression_message(result, baseline, path, details))
+        if result.verdict is Verdict.NEW and self.settings.strict:
+            self._hooks.fail(
+                f"no baseline for {result.label} on {result.device} ({self.settings.cache} cache) in {path} "
+                "and --kernelperf-strict is set; record one with `pytest --kernelperf-update-baselines`"
+            )
+        if result.host_comparison is not None and result.host_comparison.verdict is Verdict.SLOWER:
+            assert result.host_median_ms is not None and result.host_baseline_ms is not None
+            self._hooks.warn(
+                f"{result.label}: host latency per call {result.host_median_ms:.4g} ms vs baseline "
+                f"{result.host_baseline_ms:.4g} ms ({result.host_change_pct:+.1f}%): the launch path "
+                "got slower (device time decides the verdict)"
+            )
+
+    def _entry(self, timing: Timing, device: DeviceInfo, profiled: CallProfile | None) -> BaselineEntry:
+        host = timing.host_latency
+        return BaselineEntry(
+            device_time=_record_of(timing.device_time),
+            host_latency=_record_of(host) if host is not None else None,
+            recorded=self._hooks.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+            environment=_environment(timing, device),
+            kernels=profiled.kernels if profiled is not None else None,
+        )
+
+    def _record(self, result: BenchResult) -> BenchResult:
+        self._hooks.record(result)
+        return result
+
+
+def _environment(timing: Timing, device: DeviceInfo) -> dict[str, str]:
+    """The device's environment and the SM clock read at the end of the measurement."""
+    environment = dict(device.environment)
+    if timing.health is not None:
+        environment["sm_clock_mhz"] = str(timing.health.end.sm_clock_mhz)
+    return environment
+
+
+def _bind(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Callable[[], Any]:
+    if not callable(fn):
+        raise TypeError(f"kernel_bench needs a callable to time, got {type(fn).__name__}")
+    return lambda: fn(*args, **kwargs)
+
+
+def _device_of(args: Sequence[Any], kwargs: dict[str, Any], default: str) -> str:
+    """Where the call runs: CUDA when any tensor argument is on a CUDA device, else CPU."""
+    tensors = [v for v in (*args, *kwargs.values()) if hasattr(v, "is_cuda") and hasattr(v, "device")]
+    if not tensors:
+        return default
+    return "cuda" if any(t.is_cuda for t in tensors) else "cpu"
+
+
+def _compare_metric(
+    measured: Metric | None, baseline: MetricRecord | None, threshold: float, alpha: float
+) -> Comparison:
+    # threshold and alpha ride along even without a verdict: a saved run's results say which
+    # settings were in effect, so `python -m pytest_kernelperf compare` can apply the same ones.
+    if measured is None or baseline is None:
+        return Comparison(
+            Verdict.NEW, threshold=threshold, alpha=alpha, reason="no baseline for this device and cache mode"
+        )
+    return compare_measured(
+        measured.method,
+        measured.samples_ms,
+        baseline.method,
+        baseline.quantiles_ms,
+        threshold=threshold,
+        alpha=alpha,
+    )
+
+
+def _record_of(metric: Metric) -> MetricRecord:
+    summary = metric.summary
+    return MetricRecord(
+        method=metric.method,
+        median_ms=summary.median_ms,
+        ci_ms=(summary.ci_low_ms, summary.ci_high_ms),
+        n=summary.n,
+        quantiles_ms=tuple(stats.compress(metric.samples_ms)),
+    )
+
+
+def regression_message(
+    result: BenchResult, baseline: BaselineEntry, path: Path, details: Sequence[str] = ()
+) -> str:
+    comparison = result.comparison
+    assert comparison is not None and result.median_ms is not None and result.ci_ms is not None
+    base = baseline.device_time
+    threshold = comparison.threshold or 0.0
+    return (
+        f"performance regression in {result.label} on {result.device}: "
+        f"median {result.median_ms:.4g} ms vs baseline {base.median_ms:.4g} ms "
+        f"({comparison.change_pct:+.1f}%, threshold {threshold * 100:g}%).\n"
+        f"  evidence: {comparison.evidence()}; "
+        f"95% CI of the median {result.ci_ms[0]:.4g}-{result.ci_ms[1]:.4g} ms "
+        f"over {len(result.samples_ms)} samples, baseline {base.ci_ms[0]:.4g}-{base.ci_ms[1]:.4g} ms "
+        f"over {base.n}.\n"
+        f"  method: {result.method}, {result.cache} cache; baseline: {path} (recorded {baseline.recorded}).\n"
+        + "".join(f"  {line}\n" for line in details)
+        + f"  {UPDATE_HINT}"
+    )

@@ -1,0 +1,3 @@
+"""Measurement: timers and sampling, the device and its health, GPU pinning and locks, sticky faults,
+peak bandwidth.
+"""

@@ -1,0 +1,507 @@
+"""Timer backends, warm-up and the adaptive sampling loop.
+
+Every backend answers one question, "how long does one call take?", as a list of samples in
+milliseconds, and names its method; a baseline is only compared with a measurement of the same
+method. torch is imported inside functions so that loading the plugin never imports it.
+
+Methods:
+  wall-clock  monotonic host clock around each call (synchronized on CUDA); the CPU backend.
+  cuda-event  CUDA events around each call, synchronized after it: host latency per call, the
+              launch path included (what a caller waiting for the result sees).
+  cuda-graph  CUDA graph replay of K back-to-back calls divided by K: device time with the launch
+              cost amortised.
+  cupti       the device's own kernel durations (CUPTI records through torch.profiler), summed per
+              call: the ground truth for device time, also for 1 us kernels.
+  auto        per-call host latency with cuda-event, and device time with cupti, falling back to
+              cuda-graph and then cuda-event (each fallback noted in the result).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pytest_kernelperf.measure import health as health_mod
+from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.verdict import stats
+
+if TYPE_CHECKING:
+    import torch
+
+METHODS = ("auto", "wall-clock", "cuda-event", "cuda-graph", "cupti")
+CACHE_MODES = ("hot", "cold")
+
+# A graph replay long enough that event resolution (~0.5 us) and replay launch stop mattering.
+_GRAPH_REPLAY_S = 2e-3
+_MAX_GRAPH_CALLS = 256
+# Aim for a convergence check about this often while sampling.
+_BATCH_S = 0.01
+# The share of the time budget that auto spends on host latency; the rest goes to device time.
+_HOST_SHARE = 0.25
+
+
+class TimingError(RuntimeError):
+    """The measurement could not be made (as opposed to a kernel that raised)."""
+
+
+@dataclass(frozen=True)
+class SamplingPlan:
+    """When to stop sampling: the median's confidence interval within `target_ci` (relative), or the
+    time budget spent; never before `min_samples` samples and `min_time_s` seconds."""
+
+    min_samples: int = 10
+    min_time_s: float = 0.02
+    max_time_s: float = 0.4
+    target_ci: float = 0.005
+    warmup_s: float = 0.025
+    cache: str = "hot"
+    max_samples: int = 100_000
+    prefer_method: str | None = None  # the baseline's method, so that auto stays comparable
+
+    def scaled(self, share: float) -> SamplingPlan:
+        from dataclasses import replace
+
+        return replace(self, min_time_s=self.min_time_s * share, max_time_s=self.max_time_s * share)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """Samples of one quantity, measured one way."""
+
+    method: str
+    samples_ms: tuple[float, ...]
+
+    @cached_property
+    def summary(self) -> stats.Summary:
+        return stats.summarize(self.samples_ms)
+
+
+@dataclass(frozen=True)
+class Timing:
+    device_time: Metric
+    host_latency: Metric | None = None
+    notes: tuple[str, ...] = ()
+    health: health_mod.Health | None = None
+    wall_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to time: a closure making one call, and where it runs."""
+
+    call: Callable[[], object]
+    device: DeviceInfo
+    label: str = ""
+    fn: Callable[..., object] | None = None  # the user's function, for timers that inspect it
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Timer(Protocol):
+    def measure(self, target: Target, plan: SamplingPlan) -> Timing: ...
+
+
+def collect(batch: Callable[[], Sequence[float]], plan: SamplingPlan) -> list[float]:
+    """Draw batches of samples until the median is pinned down or the budget is spent."""
+    samples: list[float] = []
+    start = time.perf_counter()
+    next_check = plan.min_samples
+    while True:
+        samples.extend(batch())
+        elapsed = time.perf_counter() - start
+        if len(samples) >= plan.max_samples:
+            break
+        if len(samples) < plan.min_samples or elapsed < plan.min_time_s:
+            continue
+        if elapsed >= plan.max_time_s:
+            break
+        if len(samples) >= next_check:
+            if stats.summarize(samples).ci_rel <= plan.target_ci:
+                break
+            next_check = int(len(samples) * 1.25) + 1  # summaries cost; check geometrically
+    return samples
+
+
+def warm_up(call: Callable[[], object], sync: Callable[[], None], plan: SamplingPlan) -> float:
+    """Run until first-call costs (compilation, autotuning, module loading) are gone.
+
+    Returns the settled host time of one call in seconds, used to size batches. The first call
+    may take seconds (torch.compile) and is never a sample; after it, calls continue for at least
+    `warmup_s` and until the last call is no slower than 1.5x the fastest seen (still settling),
+    for at most 20x `warmup_s`.
+    """
+    call()
+    sync()
+    times: list[float] = []
+    start = time.perf_counter()
+    while True:
+        t0 = time.perf_counter()
+        call()
+        sync()
+        times.append(time.perf_counter() - t0)
+        elapsed = time.perf_counter() - start
+        settled = times[-1] <= 1.5 * min(times) or elapsed >= 20 * plan.warmup_s
+        if len(times) >= 3 and elapsed >= plan.warmup_s and settled:
+            break
+    return stats.quantile(sorted(times[-3:]), 0.5)
+
+
+def _batch_size(per_call_s: float, cap: int = 1000) -> int:
+    return max(1, min(cap, int(_BATCH_S / max(per_call_s, 1e-7))))
+
+
+# --- CPU ---------------------------------------------------------------------------------------
+
+
+class WallClockTimer:
+    method = "wall-clock"
+
+    def measure(self, target: Target, plan: SamplingPlan) -> Timing:
+        sync = _synchronizer(target.device)
+        began = time.perf_counter()
+        per_call = warm_up(target.call, sync, plan)
+        samples = collect(lambda: _wall_batch(target.call, sync, _batch_size(per_call)), plan)
+        metric = Metric(self.method, tuple(samples))
+        return Timing(device_time=metric, wall_s=time.perf_counter() - began)
+
+
+def _wall_batch(call: Callable[[], object], sync: Callable[[], None], count: int) -> list[float]:
+    out = []
+    for _ in range(count):
+        t0 = time.perf_counter_ns()
+        call()
+        sync()
+        out.append((time.perf_counter_ns() - t0) / 1e6)
+    return out
+
+
+def _synchronizer(device: DeviceInfo) -> Callable[[], None]:
+    if device.kind != "cuda":
+        return lambda: None
+    import torch
+
+    return torch.cuda.synchronize
+
+
+# --- CUDA --------------------------------------------------------------------------------------
+
+
+class L2Flush:
+    """Evicts the L2 cache between trials for cold-cache timing.
+
+    Sized from the device's own L2 (twice it, so that no line of the kernel's inputs survives),
+    not a fixed 256 MB: on a 60 MB L2 a fixed buffer wastes time, on a future larger L2 it would
+    leave data behind.
+    """
+
+    def __init__(self, index: int | None) -> None:
+        import torch
+
+        props = torch.cuda.get_device_properties(index if index is not None else 0)
+        self.bytes = 2 * int(props.L2_cache_size)
+        self._buffer = torch.empty(self.bytes, dtype=torch.uint8, device=f"cuda:{index or 0}")
+
+    def __call__(self) -> None:
+        self._buffer.zero_()
+
+
+def _flusher(target: Target, plan: SamplingPlan) -> Callable[[], None] | None:
+    if plan.cache != "cold":
+        return None
+    flush = target.extra.get("l2_flush")
+    if flush is None:
+        flush = L2Flush(target.device.index)
+    return flush  # type: ignore[no-any-return]
+
+
+class CudaEventTimer:
+    """Host latency per call: events around each call, then a synchronize, like a waiting caller."""
+
+    method = "cuda-event"
+
+    def measure(self, target: Target, plan: SamplingPlan) -> Timing:
+        import torch
+
+        began = time.perf_counter()
+        per_call = warm_up(target.call, torch.cuda.synchronize, plan)
+        with _no_recompile():
+            samples = self.sample(target, plan, per_call)
+        return Timing(Metric(self.method, tuple(samples)), wall_s=time.perf_counter() - began)
+
+    def sample(self, target: Target, plan: SamplingPlan, per_call_s: float) -> list[float]:
+        import torch
+
+        flush = _flusher(target, plan)
+        count = _batch_size(per_call_s, cap=200)
+        pairs = [
+            (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(count)
+        ]
+
+        def batch() -> list[float]:
+            for start, end in pairs:
+                if flush is not None:
+                    flush()
+                start.record()
+                target.call()
+                end.record()
+                torch.cuda.synchronize()
+            return [start.elapsed_time(end) for start, end in pairs]
+
+        return collect(batch, plan)
+
+
+class CudaGraphTimer:
+    """Device time with the launch cost amortised: replays of a graph of K back-to-back calls."""
+
+    method = "cuda-graph"
+
+    def measure(self, target: Target, plan: SamplingPlan) -> Timing:
+        import torch
+
+        began = time.perf_counter()
+        per_call = warm_up(target.call, torch.cuda.synchronize, plan)
+        with _no_recompile():
+            samples = self.sample(target, plan, per_call)
+        return Timing(Metric(self.method, tuple(samples)), wall_s=time.perf_counter() - began)
+
+    def sample(self, target: Target, plan: SamplingPlan, per_call_s: float) -> list[float]:
+        import torch
+
+        flush = _flusher(target, plan)
+        # Cold cache: one call per replay, so that every call finds a flushed L2.
+        calls = 1 if flush is not None else min(_MAX_GRAPH_CALLS, math.ceil(_GRAPH_REPLAY_S / per_call_s))
+        graph = capture_graph(target.call, calls)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        graph.replay()
+        torch.cuda.synchronize()
+        replays = _batch_size(per_call_s * calls, cap=100)
+
+        def batch() -> list[float]:
+            out = []
+            for _ in range(replays):
+                if flush is not None:
+                    flush()
+                start.record()
+                graph.replay()
+                end.record()
+                end.synchronize()
+                out.append(start.elapsed_time(end) / calls)
+            return out
+
+        return collect(batch, plan)
+
+
+def capture_graph(call: Callable[[], object], calls: int) -> torch.cuda.CUDAGraph:
+    """Capture `calls` back-to-back calls into one graph; TimingError if the code can't be captured."""
+    import torch
+
+    # Warm up on a side stream first, as torch's graph docs require: lazy initialisation (cuBLAS
+    # workspaces, allocator pools) must not happen inside the capture.
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            call()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                call()
+    except Exception as exc:
+        torch.cuda.synchronize()
+        _reset_generators_after_failed_capture()
+        raise TimingError(f"CUDA graph capture failed: {type(exc).__name__}: {exc}".strip()) from exc
+    return graph
+
+
+def _reset_generators_after_failed_capture() -> None:
+    """A capture that fails at its end leaves torch's CUDA RNG believing it is still capturing, and
+    every later torch.randn on the GPU raises "Offset increment outside graph capture". A capture
+    that succeeds runs the generators' epilogue and puts them back."""
+    import torch
+
+    scratch = torch.zeros(1, device="cuda")
+    graph = torch.cuda.CUDAGraph()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.cuda.graph(graph):
+            scratch.add_(1)
+    torch.cuda.synchronize()
+
+
+class CuptiTimer:
+    """The device's own kernel durations, through torch.profiler's CUPTI records.
+
+    Each call's sample is the sum of the durations of the device activities (kernels, memcpy,
+    memset) it launched. Gaps between kernels are not device work and are not counted, which is
+    why this is the only method that reaches the kernel time of 1 us kernels.
+    """
+
+    method = "cupti"
+
+    def measure(self, target: Target, plan: SamplingPlan) -> Timing:
+        import torch
+
+        began = time.perf_counter()
+        per_call = warm_up(target.call, torch.cuda.synchronize, plan)
+        with _no_recompile():
+            samples = self.sample(target, plan, per_call)
+        return Timing(Metric(self.method, tuple(samples)), wall_s=time.perf_counter() - began)
+
+    def sample(self, target: Target, plan: SamplingPlan, per_call_s: float) -> list[float]:
+        flush = _flusher(target, plan)
+        per_call_events = len(profile_device_activity(target.call, 1))
+        if per_call_events == 0:
+            raise TimingError(
+                "the profiler recorded no device activity (CUPTI blocked or unavailable, "
+                "or the call launched no GPU work)"
+            )
+        calls = _batch_size(per_call_s, cap=500)
+
+        def batch() -> list[float]:
+            durations = profile_device_activity(target.call, calls, flush)
+            stride = per_call_events + (1 if flush is not None else 0)
+            if len(durations) != calls * stride:
+                raise TimingError(
+                    f"the call launched a varying number of device activities "
+                    f"({len(durations)} for {calls} calls, {per_call_events} expected each)"
+                )
+            skip = 1 if flush is not None else 0  # the flush's own fill kernel leads each call
+            return [sum(durations[i * stride + skip : (i + 1) * stride]) / 1e3 for i in range(calls)]
+
+        return collect(batch, plan)
+
+
+@contextmanager
+def one_cycle_profiler_warning_silenced() -> Iterator[None]:
+    """torch.profiler warns that a profiler without a schedule keeps one cycle's events (torch
+    2.11 at every start): that one cycle is all kernelperf reads."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+        yield
+
+
+def profile_device_activity(
+    call: Callable[[], object], calls: int, flush: Callable[[], None] | None = None
+) -> list[float]:
+    """Durations in microseconds of the device activities of `calls` calls, in launch order."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with one_cycle_profiler_warning_silenced():
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(calls):
+                if flush is not None:
+                    flush()
+                call()
+            torch.cuda.synchronize()
+        events = prof.events()
+    activity = [
+        (event.time_range.start, event.time_range.elapsed_us())
+        for event in events
+        if is_device_activity(event)
+    ]
+    activity.sort()
+    return [float(duration) for _, duration in activity]
+
+
+def is_device_activity(event: Any) -> bool:
+    """A kernel, memcpy or memset the device ran, from torch.profiler's events.
+
+    GPU user annotations (record_function ranges mirrored on the device timeline, such as
+    torch.compile's "## Call CompiledFxGraph <hash> ##") span kernels rather than being one: summed
+    with them, a compiled function's device time would count its kernels twice.
+    """
+    from torch.autograd import DeviceType  # type: ignore[attr-defined]
+
+    return bool(event.device_type == DeviceType.CUDA and not getattr(event, "is_user_annotation", False))
+
+
+class AutoTimer:
+    """Host latency per call, and device time from the most accurate method that works here."""
+
+    method = "auto"
+
+    def measure(self, target: Target, plan: SamplingPlan) -> Timing:
+        if target.device.kind != "cuda":
+            return WallClockTimer().measure(target, plan)
+        import torch
+
+        began = time.perf_counter()
+        start_health = health_mod.read(target.device.index)
+        per_call = warm_up(target.call, torch.cuda.synchronize, plan)
+        notes: list[str] = []
+        with _no_recompile():
+            host = CudaEventTimer().sample(target, plan.scaled(_HOST_SHARE), per_call)
+            device_plan = plan.scaled(1 - _HOST_SHARE)
+            device: Metric | None = None
+            for backend in _device_backends(plan.prefer_method):
+                try:
+                    device = Metric(backend.method, tuple(backend.sample(target, device_plan, per_call)))
+                    break
+                except TimingError as exc:
+                    notes.append(f"{backend.method} unavailable ({exc}); fell back")
+        end_health = health_mod.read(target.device.index)
+        assert device is not None  # cuda-event, last in line, raises nothing of its own
+        reading = health_mod.Health(start_health, end_health) if start_health and end_health else None
+        return Timing(
+            device_time=device,
+            host_latency=Metric(CudaEventTimer.method, tuple(host)),
+            notes=tuple(notes),
+            health=reading,
+            wall_s=time.perf_counter() - began,
+        )
+
+
+_DeviceBackend = CuptiTimer | CudaGraphTimer | CudaEventTimer
+
+
+def _device_backends(prefer: str | None) -> list[_DeviceBackend]:
+    order: list[_DeviceBackend] = [CuptiTimer(), CudaGraphTimer(), CudaEventTimer()]
+    order.sort(key=lambda backend: backend.method != prefer)  # stable: the preferred one first
+    return order
+
+
+@contextmanager
+def _no_recompile() -> Iterator[None]:
+    """torch.compile recompiling during trials would time the compiler: make it an error."""
+    import torch
+
+    set_stance = getattr(torch.compiler, "set_stance", None)
+    if set_stance is None:
+        yield
+        return
+    try:
+        with set_stance("fail_on_recompile"):
+            yield
+    except RuntimeError as exc:
+        if "recompil" in str(exc).lower():
+            raise TimingError(
+                "torch.compile recompiled during timing (a guard failed after warm-up: "
+                f"a new shape, dtype or Python value?): {exc}"
+            ) from exc
+        raise
+
+
+def make_timer(method: str, device: DeviceInfo) -> Timer:
+    """The built-in backend for a method name."""
+    if method == "auto":
+        return AutoTimer()
+    if method == "wall-clock":
+        return WallClockTimer()
+    if device.kind != "cuda":
+        raise TimingError(f"timer {method!r} needs a CUDA device; this test runs on {device.name}")
+    backends: dict[str, Timer] = {
+        "cuda-event": CudaEventTimer(),
+        "cuda-graph": CudaGraphTimer(),
+        "cupti": CuptiTimer(),
+    }
+    return backends[method]

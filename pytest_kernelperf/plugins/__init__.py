@@ -1,0 +1,1 @@
+"""The pytest side: the run's session state and the plugin objects registered by plugin.py."""

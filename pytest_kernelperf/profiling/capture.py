@@ -1,0 +1,192 @@
+"""torch.profiler capture of one kernel_bench call, after its timing and never during it.
+
+Per call, under `<artefacts>/<sanitized test id>/<name>/`:
+
+* `profile.txt`  the `key_averages()` table sorted by device time (what the lecture prints);
+* `trace.json`   a Chrome trace that opens in https://ui.perfetto.dev or chrome://tracing;
+* `stacks.txt`   folded stacks (`export_stacks`) for flamegraph.pl or speedscope, with
+                 `--kernelperf-profile-stack` (a second profiled run: Python frames recorded for
+                 the stacks would crowd the table);
+* `kernels.txt`  the kernel inventory (CUDA), most time first;
+* `code/`        the PTX and SASS of the Triton kernels, and the SASS of CUDA extension kernels,
+                 that the call launched (see codegen).
+
+The kernel inventory comes from the profiler's device events (kernels, memcpy, memset) and is
+stored in baselines. On CPU there is none: a CPU run has no device kernels, and the list of aten
+operators it would give instead changes with thread counts and library dispatch rather than with
+the code under test, so CPU baselines get no `kernels:` key and their profiles only artefacts.
+torch is imported inside functions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.measure.timing import is_device_activity, one_cycle_profiler_warning_silenced
+from pytest_kernelperf.profiling import codegen, inventory
+from pytest_kernelperf.profiling.inventory import DeviceEvent, KernelRecord
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=-]+")
+PROFILED_CALLS = 3
+CPU_NO_INVENTORY = "no kernel inventory on CPU (device kernels only)"
+# What this module writes into a call's folder; only these are removed before a new profile.
+_OUR_FILES = ("profile.txt", "trace.json", "stacks.txt", "kernels.txt")
+
+
+def artifact_folder(root: Path, nodeid: str, name: str | None) -> Path:
+    """`<root>/<sanitized test id>/<name>`: one folder per kernel_bench call, always inside root."""
+    test = _UNSAFE.sub("_", nodeid).strip("._") or "test"
+    return root / test[:150] / (_UNSAFE.sub("_", name).strip("._") if name else "default")
+
+
+@dataclass(frozen=True)
+class ProfileRequest:
+    """One call to profile. `folder` None: only the kernel inventory is wanted, no files."""
+
+    call: Callable[[], object]
+    device: DeviceInfo
+    folder: Path | None
+    with_stack: bool = False
+    fn: Callable[..., object] | None = None  # the user's function, for profilers that inspect it
+    label: str = ""
+    calls: int = PROFILED_CALLS
+
+
+@dataclass(frozen=True)
+class CallProfile:
+    """What profiling one call gave: the inventory (None where there is none) and files written."""
+
+    kernels: tuple[KernelRecord, ...] | None = None
+    artifacts: tuple[Path, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def capture(request: ProfileRequest) -> CallProfile:
+    """Profile `request.calls` calls with torch.profiler; the built-in profiling hook."""
+    cuda = request.device.kind == "cuda"
+    if not cuda and request.folder is None:
+        return CallProfile()  # no inventory on CPU, no files wanted: not even a profiler run
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    folder = request.folder
+    if folder is not None:
+        _clear(folder)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    sync: Callable[[], None] = torch.cuda.synchronize if cuda else (lambda: None)
+    sync()
+    # record_shapes only for the table: the inventory-only run of an update stays light.
+    with (
+        codegen.triton_launches() as launched,
+        one_cycle_profiler_warning_silenced(),
+        profile(activities=activities, record_shapes=folder is not None) as prof,
+    ):
+        for _ in range(request.calls):
+            request.call()
+        sync()
+    kernels = inventory.summarize(device_events(prof), request.calls) if cuda else None
+    notes: list[str] = [] if cuda else [CPU_NO_INVENTORY]
+    written: list[Path] = []
+    codes: codegen.CodeReport = codegen.CodeReport()
+    if kernels:
+        codes = generated_code(kernels, launched, request.device)
+        kernels = inventory.with_codes(kernels, {name: code.hash for name, code in codes.codes.items()})
+        notes.extend(codes.notes)
+    if folder is not None:
+        written += _write_profile(prof, folder, cuda)
+        if kernels is not None:
+            written.append(_write_text(folder / "kernels.txt", "\n".join(inventory.table(kernels))))
+        written += codegen.write(codes.codes, folder / "code")
+        if request.with_stack:
+            written += _stacks(request, folder, activities, sync, cuda)
+    return CallProfile(kernels=kernels, artifacts=tuple(written), notes=tuple(notes))
+
+
+def device_events(prof: object) -> list[DeviceEvent]:
+    """Kernels, memcpys and memsets the device ran, from a finished torch.profiler run.
+
+    GPU user annotations are left out (see timing.is_device_activity).
+    """
+    return [
+        DeviceEvent(str(event.name), float(event.time_range.elapsed_us()))
+        for event in prof.events()  # type: ignore[attr-defined]
+        if is_device_activity(event)
+    ]
+
+
+def generated_code(
+    kernels: tuple[KernelRecord, ...], launched: dict[str, set[int]], device: DeviceInfo
+) -> codegen.CodeReport:
+    """Code of the Triton kernels (seen launching, or named like torch.compile's) and of the
+    kernels of user CUDA binaries among the inventory's names."""
+    names = [k.name for k in kernels if not k.name.startswith(("Memcpy", "Memset"))]
+    triton_names = [n for n in names if n in launched or n.startswith("triton_")]
+    triton = codegen.triton_code(triton_names, launched) if triton_names else codegen.CodeReport()
+    rest = [n for n in names if n not in triton.codes and n not in launched]
+    capability = device.environment.get("capability", "")
+    arch = "sm_" + capability.replace(".", "") if capability else None
+    extension = codegen.extension_code(rest, arch=arch) if rest else codegen.CodeReport()
+    return codegen.CodeReport({**triton.codes, **extension.codes}, triton.notes + extension.notes)
+
+
+def _clear(folder: Path) -> None:
+    """Remove the files of an earlier profile of this call, so that none of them is mistaken for
+    this run's; anything else in the folder is left alone."""
+    for name in _OUR_FILES:
+        (folder / name).unlink(missing_ok=True)
+    code = folder / "code"
+    if code.is_dir():
+        for path in code.iterdir():
+            if path.suffix in (".ptx", ".sass") and path.is_file():
+                path.unlink()
+
+
+def _write_text(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text.rstrip("\n") + "\n", encoding="utf-8")
+    return path
+
+
+def _write_profile(prof: object, folder: Path, cuda: bool) -> list[Path]:
+    averages = prof.key_averages()  # type: ignore[attr-defined]
+    try:
+        text = averages.table(
+            sort_by="device_time_total" if cuda else "cpu_time_total", max_name_column_width=80, row_limit=20
+        )
+    except (AttributeError, KeyError):  # torch before 2.4 named it cuda_time_total
+        text = averages.table(sort_by="cuda_time_total", max_name_column_width=80, row_limit=20)
+    table = _write_text(folder / "profile.txt", text)
+    trace = folder / "trace.json"
+    prof.export_chrome_trace(str(trace))  # type: ignore[attr-defined]
+    return [table, trace]
+
+
+def _stacks(
+    request: ProfileRequest,
+    folder: Path,
+    activities: Sequence[object],
+    sync: Callable[[], None],
+    cuda: bool,
+) -> list[Path]:
+    """Folded stacks for a flame graph, from a run that records Python stacks."""
+    import torch
+    from torch.profiler import profile
+
+    # Recording Python frames needs the verbose experimental config (as in the lecture).
+    config = getattr(torch.profiler, "_ExperimentalConfig", None)
+    extra = {"experimental_config": config(verbose=True)} if config is not None else {}
+    sync()
+    with (
+        one_cycle_profiler_warning_silenced(),
+        profile(activities=activities, with_stack=True, **extra) as prof,  # type: ignore[arg-type]
+    ):
+        for _ in range(request.calls):
+            request.call()
+        sync()
+    path = folder / "stacks.txt"
+    prof.export_stacks(str(path), "self_cuda_time_total" if cuda else "self_cpu_time_total")
+    return [path] if path.exists() else []

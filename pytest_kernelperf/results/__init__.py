@@ -1,0 +1,1 @@
+"""Results: the result type, the run file, saved-run operations, transport between processes, renderers."""

@@ -1,0 +1,452 @@
+"""Pure renderers of results: the end-of-run terminal table, markdown, JUnit properties, `-v` words.
+
+Depends only on the result data types (no pytest, no torch). Results are grouped by test module,
+then by test; a test that times several implementations (several names, or one parametrized test)
+reads as one table, like the lecture's "Method | Time (ms)". Cells carry a style name ("bad",
+"good", "warn") instead of colours: the plugin maps styles onto pytest's terminal markup, which
+honours `--color` and plain terminals, and markdown onto bold text.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_kernelperf.baselines import FileUpdate
+from pytest_kernelperf.measure.roofline import Peak, figures
+from pytest_kernelperf.results.result import BenchResult
+from pytest_kernelperf.verdict.judge import Verdict
+
+_PARAMS = re.compile(r"\[(?P<param>.*)\]$")
+
+Segment = tuple[str, str]  # (text, style); style is "", "bad", "good", "warn", "bold" or "dim"
+Line = tuple[Segment, ...]
+
+VERDICT_STYLE = {
+    Verdict.SLOWER: "bad",
+    Verdict.FASTER: "good",
+    Verdict.UNRELIABLE: "warn",
+    Verdict.INCOMPARABLE: "warn",
+}
+INFERRED_NOTE = "* bytes inferred from the input and output tensors (pass bytes= to state them)"
+NEW_NOTE = "new: no baseline for this device and cache mode; record one with --kernelperf-update-baselines"
+TOTAL_ORDER = (
+    Verdict.SAME,
+    Verdict.SLOWER,
+    Verdict.FASTER,
+    Verdict.NEW,
+    Verdict.INCOMPARABLE,
+    Verdict.UNRELIABLE,
+    Verdict.CHECKED,
+)
+
+
+def group_key(result: BenchResult) -> tuple[str, str]:
+    """(test without parameters, row label): parametrized variants of one test share a table."""
+    match = _PARAMS.search(result.nodeid)
+    base = result.nodeid[: match.start()] if match else result.nodeid
+    row = match["param"] if match else ""
+    if result.name:
+        row = f"{row}/{result.name}" if row else result.name
+    return base, row or "-"
+
+
+def grouped(
+    results: Iterable[BenchResult],
+) -> dict[str, dict[str, list[tuple[str, BenchResult]]]]:
+    """module -> test (without parameters) -> [(row label, result)], in the order tests ran."""
+    modules: dict[str, dict[str, list[tuple[str, BenchResult]]]] = {}
+    for result in results:
+        base, row = group_key(result)
+        module, _, test = base.partition("::")
+        modules.setdefault(module, {}).setdefault(test or module, []).append((row, result))
+    return modules
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def change_text(value: float | None) -> str:
+    if value is None:
+        return ""
+    return "+0.0%" if abs(value) < 0.05 else f"{value:+.1f}%"  # never "-0.0%"
+
+
+def totals(results: Iterable[BenchResult]) -> str:
+    """One line: "12 same, 1 slower, 2 faster, 3 new" (and any max_ratio failures)."""
+    results = list(results)
+    counts = Counter(r.verdict for r in results)
+    parts = [f"{counts[v]} {v}" for v in TOTAL_ORDER if counts[v]]
+    over = sum(1 for r in results if r.ratio is not None and r.ratio.exceeded)
+    if over:
+        parts.append(f"{over} over max_ratio")
+    return ", ".join(parts) if parts else "no results"
+
+
+def table(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+
+
+# --- one row per result ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    style: str = ""
+
+
+# Columns in display order. Device, Timer and Cache move into the group's heading when every row
+# shares them; any other column that is empty in every row is left out.
+COLUMNS = (
+    "Method",
+    "Time (ms)",
+    "95% CI",
+    "Baseline",
+    "Change",
+    "Ref (ms)",
+    "Ratio",
+    "GB/s",
+    "% peak",
+    "TFLOP/s",
+    "Host (ms)",
+    "Device",
+    "Timer",
+    "Cache",
+    "Verdict",
+)
+_ALWAYS = ("Method", "Time (ms)", "Verdict")
+_SHARED = ("Device", "Timer", "Cache")
+
+
+def verdict_text(result: BenchResult) -> str:
+    text = str(result.verdict)
+    if result.verdict is Verdict.CHECKED and result.notes:
+        text += f" ({result.notes[0]})"
+    elif (
+        result.comparison is not None
+        and result.comparison.reason
+        and result.verdict not in (Verdict.SAME, Verdict.NEW)  # NEW's reason is one footnote
+    ):
+        text += f" ({result.comparison.reason})"
+    return text
+
+
+def ratio_cell(result: BenchResult) -> Cell:
+    check = result.ratio
+    if check is None:
+        return Cell("")
+    if check.exceeded:
+        return Cell(check.describe(), "bad")
+    if check.ratio > check.max_ratio:  # beyond the limit but not significant, or not comparable
+        return Cell(f"{check.describe()} ({check.reason})", "warn")
+    return Cell(check.describe())
+
+
+def row_cells(label: str, result: BenchResult, peaks: Mapping[str, Peak]) -> dict[str, Cell]:
+    fig = figures(result, peaks.get(result.device))
+    style = VERDICT_STYLE.get(result.verdict, "")
+    return {
+        "Method": Cell(label),
+        "Time (ms)": Cell(_ms(result.median_ms)),
+        "95% CI": Cell(f"{result.ci_ms[0]:.4g}-{result.ci_ms[1]:.4g}" if result.ci_ms else ""),
+        "Baseline": Cell(_ms(result.baseline_ms) if result.baseline_ms is not None else ""),
+        "Change": Cell(change_text(result.change_pct), style),
+        "Ref (ms)": Cell(_ms(result.ratio.reference_median_ms) if result.ratio else ""),
+        "Ratio": ratio_cell(result),
+        "GB/s": Cell(f"{fig.gb_per_s:.4g}{'*' if fig.bytes_inferred else ''}" if fig.gb_per_s else ""),
+        "% peak": Cell(f"{fig.peak_fraction:.0%}" if fig.peak_fraction is not None else ""),
+        "TFLOP/s": Cell(f"{fig.tflop_per_s:.4g}" if fig.tflop_per_s else ""),
+        "Host (ms)": Cell(_ms(result.host_median_ms) if result.host_median_ms is not None else ""),
+        "Device": Cell(result.device),
+        "Timer": Cell(result.method or "-"),
+        "Cache": Cell(result.cache),
+        "Verdict": Cell(verdict_text(result), style),
+    }
+
+
+@dataclass(frozen=True)
+class Group:
+    module: str
+    test: str
+    shared: dict[str, str]  # Device/Timer/Cache common to every row
+    columns: tuple[str, ...]
+    rows: list[dict[str, Cell]]
+    results: list[BenchResult]
+
+    @property
+    def heading(self) -> str:
+        shared = [self.shared[c] for c in _SHARED if c in self.shared]
+        if "Cache" in self.shared:
+            shared[-1] = f"{shared[-1]} cache"
+        return f"{self.test} ({', '.join(shared)})" if shared else self.test
+
+
+def groups(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | None = None) -> list[Group]:
+    peaks = peaks or {}
+    out = []
+    for module, tests in grouped(results).items():
+        for test, members in tests.items():
+            rows = [row_cells(label, r, peaks) for label, r in members]
+            timed = [
+                row for row, (_, r) in zip(rows, members, strict=True) if r.verdict is not Verdict.CHECKED
+            ]
+            shared = {}
+            for column in _SHARED:
+                values = {row[column].text for row in timed}
+                if len(values) == 1:
+                    shared[column] = values.pop()
+            if timed:
+                columns = tuple(
+                    c
+                    for c in COLUMNS
+                    if c in _ALWAYS or (c not in shared and any(row[c].text not in ("", "-") for row in rows))
+                )
+            else:  # checked only: no times, no device to speak of
+                columns = ("Method", "Verdict")
+            out.append(Group(module, test, shared, columns, rows, [r for _, r in members]))
+    return out
+
+
+# --- terminal ----------------------------------------------------------------------------------
+
+
+def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | None = None) -> list[Line]:
+    """The summary table, grouped by module and test, as styled segments."""
+    if not results:
+        return []
+    lines: list[Line] = []
+    module = None
+    inferred = False
+    for group in groups(results, peaks):
+        if group.module != module:
+            module = group.module
+            lines.append(((module, "bold"),))
+        lines.append((("  " + group.heading, ""),))
+        widths = {c: max(len(c), *(len(row[c].text) for row in group.rows)) for c in group.columns}
+        lines.append((("    " + "  ".join(c.ljust(widths[c]) for c in group.columns).rstrip(), "dim"),))
+        for row in group.rows:
+            segments: list[Segment] = [("    ", "")]
+            for i, column in enumerate(group.columns):
+                cell = row[column]
+                last = i == len(group.columns) - 1
+                segments.append((cell.text if last else cell.text.ljust(widths[column]), cell.style))
+                if not last:
+                    segments.append(("  ", ""))
+            lines.append(tuple(segments))
+        inferred = inferred or any(r.bytes_inferred and r.bytes for r in group.results)
+    if inferred:
+        lines.append(((INFERRED_NOTE, "dim"),))
+    if any(r.verdict is Verdict.NEW for r in results):
+        lines.append(((NEW_NOTE, "dim"),))
+    overall = totals(results)
+    worst = (
+        "bad" if any(r.verdict is Verdict.SLOWER or (r.ratio and r.ratio.exceeded) for r in results) else ""
+    )
+    lines.append((("kernelperf: ", "bold"), (overall, worst or "bold")))
+    return lines
+
+
+def plain(lines: Iterable[Line]) -> list[str]:
+    return ["".join(text for text, _ in line).rstrip() for line in lines]
+
+
+def terminal_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | None = None) -> list[str]:
+    """The summary table as plain text."""
+    return plain(styled_lines(results, peaks))
+
+
+def peak_lines(peaks: Mapping[str, Peak]) -> list[str]:
+    return [
+        f"{name}: copy bandwidth {peak.gb_per_s:.4g} GB/s ({peak.method})" for name, peak in peaks.items()
+    ]
+
+
+def update_lines(updates: Sequence[FileUpdate]) -> list[str]:
+    lines = []
+    for update in updates:
+        if update.error:
+            lines.append(f"{update.path}: NOT written: {update.error}")
+            continue
+        text = (
+            f"{update.path}: {len(update.added)} added, {len(update.changed)} changed, "
+            f"{update.unchanged} unchanged, {update.kept} kept"
+        )
+        if update.removed:
+            text += f", {len(update.removed)} unused removed"
+        if update.replaced_unreadable:
+            text += f" (replaced an unreadable file: {update.replaced_unreadable})"
+        lines.append(text)
+    return lines
+
+
+# --- markdown ----------------------------------------------------------------------------------
+
+
+def _md(text: str) -> str:
+    return text.replace("*", "\\*").replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    """A code span outside tables: no escapes apply inside one, so only backticks are replaced."""
+    return "`" + text.replace("`", "'").replace("\n", " ") + "`"
+
+
+def _md_cell(cell: Cell) -> str:
+    text = _md(cell.text)
+    return f"**{text}**" if cell.style == "bad" and text else text
+
+
+def markdown(
+    results: Sequence[BenchResult],
+    peaks: Mapping[str, Peak] | None = None,
+    *,
+    title: str = "pytest-kernelperf",
+    environment: Mapping[str, Mapping[str, str]] | None = None,
+) -> str:
+    """A summary for a pull request or `$GITHUB_STEP_SUMMARY`: totals, then one table per test."""
+    peaks = peaks or {}
+    lines = [f"### {title}: {totals(results)}", ""]
+    if not results:
+        lines.append("No kernel_bench results.")
+        return "\n".join(lines) + "\n"
+    failing = [
+        r for r in results if r.verdict is Verdict.SLOWER or (r.ratio is not None and r.ratio.exceeded)
+    ]
+    if failing:
+        lines.append("**Failing:** " + ", ".join(_code(r.label) for r in failing))
+        lines.append("")
+    inferred = False
+    for group in groups(results, peaks):
+        lines.append(f"#### {_code(f'{group.module}::{group.heading}')}")
+        lines.append("")
+        lines.append("| " + " | ".join(group.columns) + " |")
+        lines.append(
+            "|" + "|".join("---" if c in ("Method", "Verdict") else "--:" for c in group.columns) + "|"
+        )
+        for row in group.rows:
+            lines.append("| " + " | ".join(_md_cell(row[c]) for c in group.columns) + " |")
+        lines.append("")
+        inferred = inferred or any(r.bytes_inferred and r.bytes for r in group.results)
+    if inferred:
+        lines.extend([INFERRED_NOTE.replace("* ", "\\* ", 1), ""])
+    if any(r.verdict is Verdict.NEW for r in results):
+        lines.extend([NEW_NOTE.replace("--", "`--", 1) + "`", ""])
+    if peaks or environment:
+        lines.extend(["<details><summary>Environment</summary>", ""])
+        for name, env in (environment or {}).items():
+            details = ", ".join(f"{k} {v}" for k, v in sorted(env.items()))
+            lines.append(f"- **{_md(name)}**: {_md(details)}")
+        for line in peak_lines(peaks):
+            lines.append(f"- {_md(line)}")
+        lines.extend(["", "</details>", ""])
+    return "\n".join(lines)
+
+
+# --- JUnit properties and -v words --------------------------------------------------------------
+
+PROPERTY_PREFIX = "kernelperf"
+
+
+def _round(value: float) -> float:
+    return float(f"{value:.6g}")
+
+
+def properties(result: BenchResult) -> list[tuple[str, object]]:
+    """(name, value) pairs for item.user_properties: JUnit XML shows them per test case.
+
+    Named calls get their name in the property: `kernelperf.median_ms`, `kernelperf.triton.median_ms`.
+    """
+    prefix = PROPERTY_PREFIX if result.name is None else f"{PROPERTY_PREFIX}.{result.name}"
+    out: list[tuple[str, object]] = [(f"{prefix}.verdict", str(result.verdict))]
+    values: dict[str, object | None] = {
+        "median_ms": result.median_ms,
+        "baseline_ms": result.baseline_ms,
+        "change_pct": result.change_pct,
+        "method": result.method,
+        "device": result.device if result.verdict is not Verdict.CHECKED else None,
+        "gb_per_s": result.throughput[0],
+        "tflop_per_s": result.throughput[1],
+    }
+    if result.ratio is not None:
+        values["ratio"] = result.ratio.ratio
+        values["max_ratio"] = result.ratio.max_ratio
+        values["max_ratio_exceeded"] = "yes" if result.ratio.exceeded else "no"
+        values["reference_ms"] = result.ratio.reference_median_ms
+    for key, value in values.items():
+        if value is not None:
+            out.append((f"{prefix}.{key}", _round(value) if isinstance(value, float) else value))
+    return out
+
+
+def status_word(user_properties: Iterable[tuple[str, object]]) -> tuple[str, str] | None:
+    """ "same +0.4%" (and "2.0x > 1.1 ratio") per kernel_bench call, from a test report's
+    properties; with its style, or None when the test made no kernel_bench call."""
+    calls: dict[str, dict[str, object]] = {}
+    for name, value in user_properties:
+        if not isinstance(name, str) or not name.startswith(PROPERTY_PREFIX + "."):
+            continue
+        call, _, key = name[len(PROPERTY_PREFIX) + 1 :].rpartition(".")
+        calls.setdefault(call, {})[key] = value
+    if not calls:
+        return None
+    parts, styles = [], set()
+    for call, values in calls.items():
+        verdict = str(values.get("verdict", ""))
+        text = verdict
+        change = values.get("change_pct")
+        if isinstance(change, (int, float)):
+            text += f" {change:+.1f}%"
+        ratio, limit = values.get("ratio"), values.get("max_ratio")
+        if isinstance(ratio, (int, float)) and isinstance(limit, (int, float)):
+            text += f", ratio {ratio:#.3g}x {'>' if ratio > limit else '<='} {limit:g}"
+            if values.get("max_ratio_exceeded") == "yes":
+                styles.add("bad")
+        parts.append(f"{call}: {text}" if call else text)
+        styles.add({"slower": "bad", "faster": "good"}.get(verdict, ""))
+    style = "bad" if "bad" in styles else "good" if "good" in styles else ""
+    return "; ".join(parts), style
+
+
+def artifact_lines(results: Sequence[BenchResult]) -> list[str]:
+    """Where each profiled call's artefacts are (table, trace, stacks, generated code)."""
+    lines = []
+    for result in results:
+        line = artifact_line(result.artifacts)
+        if line is not None:
+            lines.append(f"{result.label}: {line}")
+    return lines
+
+
+def display_path(path: Path | str) -> str:
+    """`path` relative to the working directory when it lies below it (shorter messages)."""
+    text = str(path)
+    try:
+        relative = os.path.relpath(text)
+    except ValueError:  # another drive on Windows
+        return text
+    return text if relative.startswith("..") else relative
+
+
+def artifact_line(artifacts: Sequence[str | Path]) -> str | None:
+    """`<folder> (file, file, code/...)` for the files of one call's profile."""
+    if not artifacts:
+        return None
+    paths = [Path(p) for p in artifacts]
+    folder = Path(os.path.commonpath([str(p.parent) for p in paths]))
+    names: list[str] = []
+    for path in paths:
+        relative = path.relative_to(folder).as_posix()
+        top = relative.split("/", 1)[0] + "/" if "/" in relative else relative
+        if top not in names:
+            names.append(top)
+    return f"{display_path(folder)} ({', '.join(names)})"

@@ -1,0 +1,576 @@
+"""The JSON file of a run (`--kernelperf-json`): a versioned schema, written and read back.
+
+Documented field by field in docs/json-schema.md. `run_from_dict(run_to_dict(run)) == run`: a saved
+run carries everything its reports and its baseline entries need, so that `python -m
+pytest_kernelperf compare`, `merge` and `update-baselines` work from the file alone.
+
+Fields marked "derived" in the documentation (a result's module, test id, GB/s, change in percent,
+the totals) are written for dashboards and ignored when reading. Pure module: no pytest, no torch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_kernelperf.baselines import BaselineEntry, MetricRecord
+from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.measure.roofline import Peak, figures
+from pytest_kernelperf.profiling.inventory import KernelRecord
+from pytest_kernelperf.results.result import BenchResult
+from pytest_kernelperf.verdict.judge import TEST_NAME, Comparison, Verdict
+from pytest_kernelperf.verdict.ratio import RatioCheck
+
+SCHEMA = "pytest-kernelperf-run"
+SCHEMA_VERSION = 1
+MAX_FILE_BYTES = 512 * 1024 * 1024
+
+
+class RunFileError(ValueError):
+    """A run JSON file that cannot be used, naming the file and the field."""
+
+    def __init__(self, source: str, where: str, problem: str) -> None:
+        self.source = source
+        self.where = where
+        self.problem = problem
+        at = f" at {where}" if where else ""
+        super().__init__(
+            f"{source}{at}: {problem} (expected a file written by `pytest --kernelperf-json=PATH`, "
+            f"schema {SCHEMA} version {SCHEMA_VERSION})"
+        )
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """One pytest run (or several merged): what ran where, with which settings, and every result."""
+
+    plugin_version: str
+    created: str  # UTC, ISO 8601
+    mode: str  # "compare" (--kernelperf), "update" (--kernelperf-update-baselines) or "check"
+    settings: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)  # python, platform, pytest, ...
+    devices: tuple[DeviceInfo, ...] = ()
+    peaks: dict[str, Peak] = field(default_factory=dict)
+    results: tuple[BenchResult, ...] = ()
+    artifacts: dict[str, Any] = field(default_factory=dict)
+    merged_from: tuple[str, ...] = ()
+    schema_version: int = SCHEMA_VERSION
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+
+def _num(value: float | None) -> float | None:
+    """JSON has no NaN or infinity: such a value is written as null."""
+    return value if value is None or math.isfinite(value) else None
+
+
+def _comparison(comparison: Comparison | None) -> dict[str, Any] | None:
+    if comparison is None:
+        return None
+    return {
+        "verdict": str(comparison.verdict),
+        "ratio": _num(comparison.ratio),
+        "change_pct": _num(comparison.change_pct),  # derived
+        "p_value": _num(comparison.p_value),
+        "threshold": comparison.threshold,
+        "alpha": comparison.alpha,
+        "test": TEST_NAME,  # derived
+        "reason": comparison.reason,
+    }
+
+
+def _metric_record(record: MetricRecord | None) -> dict[str, Any] | None:
+    if record is None:
+        return None
+    return {
+        "method": record.method,
+        "median_ms": record.median_ms,
+        "ci_ms": list(record.ci_ms),
+        "n": record.n,
+        "quantiles_ms": list(record.quantiles_ms),
+    }
+
+
+def _entry(entry: BaselineEntry | None) -> dict[str, Any] | None:
+    if entry is None:
+        return None
+    return {
+        "recorded": entry.recorded,
+        "environment": dict(entry.environment),
+        "device_time": _metric_record(entry.device_time),
+        "host_latency": _metric_record(entry.host_latency),
+        "kernels": None if entry.kernels is None else [_kernel(k) for k in entry.kernels],
+    }
+
+
+def _kernel(kernel: KernelRecord) -> dict[str, Any]:
+    return {
+        "name": kernel.name,
+        "launches": kernel.launches,
+        "share": kernel.share,
+        "ms": kernel.ms,
+        "code": kernel.code,
+    }
+
+
+def _ratio(check: RatioCheck | None) -> dict[str, Any] | None:
+    if check is None:
+        return None
+    return {
+        "method": check.method,
+        "median_ms": check.reference_median_ms,
+        "ci_ms": list(check.reference_ci_ms),
+        "samples_ms": list(check.reference_samples_ms),
+        "ratio": check.ratio,
+        "max_ratio": check.max_ratio,
+        "p_value": _num(check.p_value),
+        "alpha": check.alpha,
+        "exceeded": check.exceeded,
+        "reason": check.reason,
+    }
+
+
+def result_to_dict(result: BenchResult, peak: Peak | None = None) -> dict[str, Any]:
+    timed = result.method is not None or result.median_ms is not None or result.samples_ms
+    host = result.host_method is not None or result.host_median_ms is not None
+    has_baseline = (
+        result.baseline_file is not None
+        or result.baseline_ms is not None
+        or result.baseline_ci_ms is not None
+        or result.host_baseline_ms is not None
+    )
+    fig = figures(result, peak)
+    return {
+        "nodeid": result.nodeid,
+        "name": result.name,
+        "module": result.module,  # derived
+        "test_id": result.test_id,  # derived
+        "device": result.device,
+        "cache": result.cache,
+        "verdict": str(result.verdict),
+        "device_time": {
+            "method": result.method,
+            "median_ms": result.median_ms,
+            "ci_ms": list(result.ci_ms) if result.ci_ms else None,
+            "n": len(result.samples_ms),  # derived
+            "samples_ms": list(result.samples_ms),
+        }
+        if timed
+        else None,
+        "host_latency": {"method": result.host_method, "median_ms": result.host_median_ms} if host else None,
+        "baseline": {
+            "file": result.baseline_file,
+            "median_ms": result.baseline_ms,
+            "ci_ms": list(result.baseline_ci_ms) if result.baseline_ci_ms else None,
+            "host_median_ms": result.host_baseline_ms,
+        }
+        if has_baseline
+        else None,
+        "comparison": _comparison(result.comparison),
+        "host_comparison": _comparison(result.host_comparison),
+        "reference": _ratio(result.ratio),
+        "throughput": {
+            "bytes": result.bytes,
+            "bytes_inferred": result.bytes_inferred,
+            "flops": result.flops,
+            "gb_per_s": _num(fig.gb_per_s),  # derived
+            "tflop_per_s": _num(fig.tflop_per_s),  # derived
+            "peak_gb_per_s": peak.gb_per_s if peak and fig.gb_per_s else None,  # derived
+            "peak_fraction": _num(fig.peak_fraction),  # derived
+        },
+        "baseline_entry": _entry(result.entry),
+        "notes": list(result.notes),
+        "artifacts": list(result.artifacts),
+        "wall_s": result.wall_s,
+    }
+
+
+def _device(info: DeviceInfo) -> dict[str, Any]:
+    return {"kind": info.kind, "name": info.name, "index": info.index, "environment": dict(info.environment)}
+
+
+def _peak(peak: Peak) -> dict[str, Any]:
+    return {
+        "device": peak.device,
+        "gb_per_s": peak.gb_per_s,
+        "bytes": peak.bytes,
+        "method": peak.method,
+        "measured": peak.measured,
+    }
+
+
+def run_to_dict(run: RunReport) -> dict[str, Any]:
+    counts = Counter(str(r.verdict) for r in run.results)
+    data: dict[str, Any] = {
+        "schema": SCHEMA,
+        "schema_version": run.schema_version,
+        "plugin_version": run.plugin_version,
+        "created": run.created,
+        "mode": run.mode,
+        "settings": dict(run.settings),
+        "environment": dict(run.environment),
+        "devices": [_device(d) for d in run.devices],
+        "peaks": {name: _peak(peak) for name, peak in run.peaks.items()},
+        "totals": {v.value: counts[v.value] for v in Verdict if counts[v.value]},  # derived
+        "results": [result_to_dict(r, run.peaks.get(r.device)) for r in run.results],
+        "artifacts": dict(run.artifacts),
+    }
+    if run.merged_from:
+        data["merged_from"] = list(run.merged_from)
+    return data
+
+
+# A list of numbers as json.dumps(indent=...) lays it out: one number per line. Literal newlines
+# never occur inside JSON strings, so this cannot match text in a test id.
+_NUMBER_LIST = re.compile(r"\[\n\s*(-?[0-9][-+.0-9eE]*(?:,\n\s*-?[0-9][-+.0-9eE]*)*)\n\s*\]")
+
+
+def dumps(run: RunReport) -> str:
+    """Indented JSON, with lists of numbers (samples, quantiles) on one line each."""
+    text = json.dumps(run_to_dict(run), indent=1, allow_nan=False)
+    return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(v.strip() for v in m[1].split(",")) + "]", text) + "\n"
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+class _Reader:
+    """Typed access to one JSON object, with the path of every field in errors."""
+
+    def __init__(self, data: Any, source: str, where: str) -> None:
+        if not isinstance(data, dict):
+            raise RunFileError(source, where, f"expected an object, got {_kind(data)}")
+        self.data = data
+        self.source = source
+        self.where = where
+
+    def _at(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def fail(self, key: str, problem: str) -> RunFileError:
+        return RunFileError(self.source, self._at(key), problem)
+
+    def raw(self, key: str, default: Any = _MISSING) -> Any:
+        if key not in self.data:
+            if default is _MISSING:
+                raise self.fail(key, "missing")
+            return default
+        return self.data[key]
+
+    def child(self, key: str, *, optional: bool = False) -> _Reader | None:
+        value = self.raw(key, None if optional else _MISSING)
+        if value is None:
+            if optional:
+                return None
+            raise self.fail(key, "expected an object, got null")
+        return _Reader(value, self.source, self._at(key))
+
+    def text(self, key: str, *, optional: bool = False) -> str | None:
+        value = self.raw(key, None if optional else _MISSING)
+        if value is None and optional:
+            return None
+        if not isinstance(value, str):
+            raise self.fail(key, f"expected a string, got {_kind(value)}")
+        return value
+
+    def req_text(self, key: str) -> str:
+        value = self.text(key)
+        assert value is not None
+        return value
+
+    def number(self, key: str, *, optional: bool = False) -> float | None:
+        value = self.raw(key, None if optional else _MISSING)
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(key, f"expected a number, got {_kind(value)}")
+        return float(value)
+
+    def req_number(self, key: str) -> float:
+        value = self.number(key)
+        assert value is not None
+        return value
+
+    def whole(self, key: str, *, optional: bool = False) -> int | None:
+        value = self.raw(key, None if optional else _MISSING)
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(key, f"expected a whole number, got {_kind(value)}")
+        return value
+
+    def flag(self, key: str, default: bool = False) -> bool:
+        value = self.raw(key, default)
+        if not isinstance(value, bool):
+            raise self.fail(key, f"expected true or false, got {_kind(value)}")
+        return value
+
+    def numbers(self, key: str, *, optional: bool = False) -> tuple[float, ...] | None:
+        value = self.raw(key, None if optional else _MISSING)
+        if value is None and optional:
+            return None
+        if not isinstance(value, list) or any(
+            isinstance(v, bool) or not isinstance(v, (int, float)) for v in value
+        ):
+            raise self.fail(key, "expected a list of numbers")
+        return tuple(float(v) for v in value)
+
+    def pair(self, key: str, *, optional: bool = False) -> tuple[float, float] | None:
+        values = self.numbers(key, optional=optional)
+        if values is None:
+            return None
+        if len(values) != 2:
+            raise self.fail(key, f"expected [low, high], got {len(values)} numbers")
+        return values[0], values[1]
+
+    def texts(self, key: str) -> tuple[str, ...]:
+        value = self.raw(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(key, "expected a list of strings")
+        return tuple(value)
+
+    def text_map(self, key: str) -> dict[str, str]:
+        value = self.raw(key, {})
+        if not isinstance(value, dict):
+            raise self.fail(key, f"expected an object, got {_kind(value)}")
+        return {str(k): str(v) for k, v in value.items()}
+
+    def verdict(self, key: str) -> Verdict:
+        text = self.req_text(key)
+        try:
+            return Verdict(text)
+        except ValueError:
+            choices = ", ".join(v.value for v in Verdict)
+            raise self.fail(key, f"unknown verdict {text!r} (expected one of {choices})") from None
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _comparison_from(reader: _Reader | None) -> Comparison | None:
+    if reader is None:
+        return None
+    return Comparison(
+        verdict=reader.verdict("verdict"),
+        ratio=reader.number("ratio", optional=True),
+        p_value=reader.number("p_value", optional=True),
+        threshold=reader.number("threshold", optional=True),
+        alpha=reader.number("alpha", optional=True),
+        reason=reader.text("reason", optional=True) or "",
+    )
+
+
+def _metric_record_from(reader: _Reader | None) -> MetricRecord | None:
+    if reader is None:
+        return None
+    ci = reader.pair("ci_ms")
+    n = reader.whole("n")
+    quantiles = reader.numbers("quantiles_ms")
+    assert ci is not None and n is not None and quantiles is not None
+    if not quantiles:
+        raise reader.fail("quantiles_ms", "expected at least one value")
+    return MetricRecord(
+        method=reader.req_text("method"),
+        median_ms=reader.req_number("median_ms"),
+        ci_ms=ci,
+        n=n,
+        quantiles_ms=quantiles,
+    )
+
+
+def _entry_from(reader: _Reader | None) -> BaselineEntry | None:
+    if reader is None:
+        return None
+    device_time = _metric_record_from(reader.child("device_time"))
+    assert device_time is not None
+    kernels = reader.raw("kernels", None)
+    if kernels is not None and not isinstance(kernels, list):
+        raise reader.fail("kernels", f"expected a list or null, got {_kind(kernels)}")
+    return BaselineEntry(
+        device_time=device_time,
+        recorded=reader.req_text("recorded"),
+        environment=reader.text_map("environment"),
+        host_latency=_metric_record_from(reader.child("host_latency", optional=True)),
+        kernels=None
+        if kernels is None
+        else tuple(
+            _kernel_from(_Reader(k, reader.source, f"{reader.where}.kernels[{i}]"))
+            for i, k in enumerate(kernels)
+        ),
+    )
+
+
+def _kernel_from(reader: _Reader) -> KernelRecord:
+    launches = reader.whole("launches")
+    assert launches is not None
+    return KernelRecord(
+        name=reader.req_text("name"),
+        launches=launches,
+        share=reader.req_number("share"),
+        ms=reader.req_number("ms"),
+        code=reader.text("code", optional=True),
+    )
+
+
+def _ratio_from(reader: _Reader | None) -> RatioCheck | None:
+    if reader is None:
+        return None
+    ci = reader.pair("ci_ms")
+    samples = reader.numbers("samples_ms")
+    assert ci is not None and samples is not None
+    return RatioCheck(
+        method=reader.req_text("method"),
+        reference_median_ms=reader.req_number("median_ms"),
+        reference_ci_ms=ci,
+        reference_samples_ms=samples,
+        ratio=reader.req_number("ratio"),
+        max_ratio=reader.req_number("max_ratio"),
+        p_value=reader.number("p_value", optional=True),
+        alpha=reader.req_number("alpha"),
+        exceeded=reader.flag("exceeded"),
+        reason=reader.text("reason", optional=True) or "",
+    )
+
+
+def result_from_dict(data: Any, source: str = "<json>", where: str = "result") -> BenchResult:
+    reader = _Reader(data, source, where)
+    timing = reader.child("device_time", optional=True)
+    host = reader.child("host_latency", optional=True)
+    baseline = reader.child("baseline", optional=True)
+    throughput = reader.child("throughput", optional=True)
+    bytes_ = throughput.whole("bytes", optional=True) if throughput else None
+    flops = throughput.whole("flops", optional=True) if throughput else None
+    return BenchResult(
+        nodeid=reader.req_text("nodeid"),
+        name=reader.text("name", optional=True),
+        device=reader.req_text("device"),
+        verdict=reader.verdict("verdict"),
+        cache=reader.req_text("cache"),
+        method=timing.text("method", optional=True) if timing else None,
+        median_ms=timing.number("median_ms", optional=True) if timing else None,
+        samples_ms=(timing.numbers("samples_ms", optional=True) or ()) if timing else (),
+        ci_ms=timing.pair("ci_ms", optional=True) if timing else None,
+        baseline_ms=baseline.number("median_ms", optional=True) if baseline else None,
+        comparison=_comparison_from(reader.child("comparison", optional=True)),
+        host_method=host.text("method", optional=True) if host else None,
+        host_median_ms=host.number("median_ms", optional=True) if host else None,
+        host_baseline_ms=baseline.number("host_median_ms", optional=True) if baseline else None,
+        host_comparison=_comparison_from(reader.child("host_comparison", optional=True)),
+        baseline_file=baseline.text("file", optional=True) if baseline else None,
+        notes=reader.texts("notes"),
+        bytes=bytes_,
+        flops=flops,
+        artifacts=reader.texts("artifacts"),
+        wall_s=reader.number("wall_s", optional=True) or 0.0,
+        bytes_inferred=throughput.flag("bytes_inferred") if throughput else False,
+        ratio=_ratio_from(reader.child("reference", optional=True)),
+        baseline_ci_ms=baseline.pair("ci_ms", optional=True) if baseline else None,
+        entry=_entry_from(reader.child("baseline_entry", optional=True)),
+    )
+
+
+def _device_from(reader: _Reader) -> DeviceInfo:
+    return DeviceInfo(
+        kind=reader.req_text("kind"),
+        name=reader.req_text("name"),
+        index=reader.whole("index", optional=True),
+        environment=reader.text_map("environment"),
+    )
+
+
+def _peak_from(reader: _Reader, device: str) -> Peak:
+    gbps = reader.req_number("gb_per_s")
+    if not gbps > 0:
+        raise reader.fail("gb_per_s", f"expected a positive number, got {gbps!r}")
+    return Peak(
+        device=reader.text("device", optional=True) or device,
+        gb_per_s=gbps,
+        bytes=reader.whole("bytes", optional=True) or 0,
+        method=reader.text("method", optional=True) or "",
+        measured=reader.text("measured", optional=True) or "",
+    )
+
+
+def run_from_dict(data: Any, source: str = "<json>") -> RunReport:
+    reader = _Reader(data, source, "")
+    schema = reader.raw("schema", None)
+    if schema != SCHEMA:
+        raise RunFileError(source, "schema", f"not a pytest-kernelperf run file (schema {schema!r})")
+    version = reader.whole("schema_version")
+    if version != SCHEMA_VERSION:
+        raise RunFileError(
+            source,
+            "schema_version",
+            f"schema_version {version} is not readable by this pytest-kernelperf "
+            f"(reads {SCHEMA_VERSION}); use the version that wrote it",
+        )
+    results = reader.raw("results")
+    if not isinstance(results, list):
+        raise reader.fail("results", f"expected a list, got {_kind(results)}")
+    devices = reader.raw("devices", [])
+    if not isinstance(devices, list):
+        raise reader.fail("devices", f"expected a list, got {_kind(devices)}")
+    peaks = reader.child("peaks", optional=True)
+    settings = reader.raw("settings", {})
+    environment = reader.raw("environment", {})
+    artifacts = reader.raw("artifacts", {})
+    for key, value in (("settings", settings), ("environment", environment), ("artifacts", artifacts)):
+        if not isinstance(value, dict):
+            raise reader.fail(key, f"expected an object, got {_kind(value)}")
+    return RunReport(
+        plugin_version=reader.text("plugin_version", optional=True) or "",
+        created=reader.text("created", optional=True) or "",
+        mode=reader.text("mode", optional=True) or "",
+        settings=dict(settings),
+        environment=dict(environment),
+        devices=tuple(_device_from(_Reader(d, source, f"devices[{i}]")) for i, d in enumerate(devices)),
+        peaks={
+            name: _peak_from(_Reader(value, source, f"peaks.{name}"), name)
+            for name, value in (peaks.data.items() if peaks else ())
+        },
+        results=tuple(result_from_dict(r, source, f"results[{i}]") for i, r in enumerate(results)),
+        artifacts=dict(artifacts),
+        merged_from=reader.texts("merged_from"),
+        schema_version=version,
+    )
+
+
+def loads(text: str, source: str = "<json>") -> RunReport:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RunFileError(source, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
+    return run_from_dict(data, source)
+
+
+def load(path: Path) -> RunReport:
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise RunFileError(str(path), "", f"file is {size} bytes, over the {MAX_FILE_BYTES}-byte cap")
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RunFileError(str(path), "", "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunFileError(str(path), "", f"cannot be read: {exc}") from None
+    return loads(text, str(path))
+
+
+def write(path: Path, run: RunReport) -> None:
+    from pytest_kernelperf.baselines import write_atomic
+
+    write_atomic(path, dumps(run))
+
+
+def devices_by_name(devices: Sequence[DeviceInfo]) -> Mapping[str, Mapping[str, str]]:
+    return {d.name: {"kind": d.kind, **d.environment} for d in devices}

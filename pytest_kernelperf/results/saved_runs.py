@@ -1,0 +1,217 @@
+"""Operations on saved runs (the JSON of `--kernelperf-json`): compare two, merge shards, and turn a
+run into baseline entries. Pure module: no pytest, no torch.
+
+`compare_runs` judges NEW's samples against the baseline entry OLD's measurement made, with the
+same statistics as a pytest run: comparing the JSON of an update run with the JSON of a later run
+gives the verdicts, ratios and p-values that the later run gave against the baselines the update
+wrote. (Host latency is compared from stored quantiles on both sides, so its p-value may differ
+slightly from the run's; it only ever warns.)
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from pytest_kernelperf import __version__
+from pytest_kernelperf.baselines import BaselineEntry, BaselineStore, EntryKey, FileUpdate, file_for
+from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.measure.roofline import Peak
+from pytest_kernelperf.results.result import BenchResult
+from pytest_kernelperf.results.runfile import RunReport
+from pytest_kernelperf.verdict.judge import Comparison, Verdict, compare, compare_measured
+
+DEFAULT_THRESHOLD = 0.05
+DEFAULT_ALPHA = 0.01
+DEFAULT_HOST = 0.5
+
+ResultKey = tuple[str, str, str, str]  # module, test id, device, cache: one baseline entry
+
+
+class MergeError(ValueError):
+    pass
+
+
+def key_of(result: BenchResult) -> ResultKey:
+    return result.module, result.test_id, result.device, result.cache
+
+
+def describe_key(key: ResultKey) -> str:
+    module, test, device, cache = key
+    return f"{module}::{test} on {device} ({cache} cache)"
+
+
+def _setting(run: RunReport, name: str, default: float) -> float:
+    value = run.settings.get(name)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def compare_runs(
+    old: RunReport,
+    new: RunReport,
+    *,
+    old_source: str = "OLD",
+    threshold: float | None = None,
+    alpha: float | None = None,
+) -> tuple[list[BenchResult], list[ResultKey]]:
+    """NEW's results judged against OLD's measurements; and the keys OLD has that NEW lacks.
+
+    Threshold and alpha: the ones given, else those each NEW result was judged with (its test's
+    marker included), else NEW's run settings.
+    """
+    baselines: dict[ResultKey, BaselineEntry] = {}
+    for result in old.results:
+        if result.entry is not None:
+            baselines[key_of(result)] = result.entry
+    judged = []
+    seen = set()
+    for result in new.results:
+        key = key_of(result)
+        seen.add(key)
+        if result.entry is None or not result.samples_ms:  # checked only: nothing to compare
+            judged.append(result)
+            continue
+        used = result.comparison
+        t = threshold if threshold is not None else (used.threshold if used and used.threshold else None)
+        a = alpha if alpha is not None else (used.alpha if used and used.alpha else None)
+        t = t if t is not None else _setting(new, "threshold", DEFAULT_THRESHOLD)
+        a = a if a is not None else _setting(new, "alpha", DEFAULT_ALPHA)
+        host = result.host_comparison
+        host_t = host.threshold if host and host.threshold else _setting(new, "host_threshold", DEFAULT_HOST)
+        judged.append(_judge(result, baselines.get(key), old_source, t, a, host_t))
+    missing = [key for key in map(key_of, old.results) if key not in seen]
+    return judged, list(dict.fromkeys(missing))
+
+
+def _judge(
+    result: BenchResult,
+    base: BaselineEntry | None,
+    source: str,
+    threshold: float,
+    alpha: float,
+    host_threshold: float,
+) -> BenchResult:
+    assert result.entry is not None and result.method is not None
+    if base is None:
+        comparison = Comparison(
+            Verdict.NEW,
+            threshold=threshold,
+            alpha=alpha,
+            reason=f"not in {source} for this device and cache mode",
+        )
+        return replace(
+            result,
+            verdict=Verdict.NEW,
+            comparison=comparison,
+            baseline_ms=None,
+            baseline_ci_ms=None,
+            baseline_file=source,
+            host_baseline_ms=None,
+            host_comparison=None,
+        )
+    comparison = compare_measured(
+        result.method,
+        result.samples_ms,
+        base.device_time.method,
+        base.device_time.quantiles_ms,
+        threshold=threshold,
+        alpha=alpha,
+        baseline_name=source,
+    )
+    verdict = comparison.verdict
+    if result.verdict is Verdict.UNRELIABLE:  # e.g. throttled: the measurement itself is in doubt
+        verdict = Verdict.UNRELIABLE
+        comparison = replace(
+            comparison, verdict=verdict, reason=result.comparison.reason if result.comparison else ""
+        )
+    host_comparison = None
+    mine, theirs = result.entry.host_latency, base.host_latency
+    if mine is not None and theirs is not None and mine.method == theirs.method:
+        host_comparison = compare(
+            mine.quantiles_ms, theirs.quantiles_ms, threshold=host_threshold, alpha=alpha
+        )
+    return replace(
+        result,
+        verdict=verdict,
+        comparison=comparison,
+        baseline_ms=base.device_time.median_ms,
+        baseline_ci_ms=base.device_time.ci_ms,
+        baseline_file=source,
+        host_baseline_ms=theirs.median_ms if theirs is not None else None,
+        host_comparison=host_comparison,
+    )
+
+
+def merge_runs(runs: Sequence[RunReport], sources: Sequence[str], output: str | None = None) -> RunReport:
+    """One run from shards (xdist workers, a CI matrix across GPU hosts).
+
+    A result may occur in one shard only: two shards measuring the same test on the same device
+    and cache mode would make the merged baseline depend on the order of the files.
+    """
+    if not runs:
+        raise MergeError("nothing to merge: give at least one run file")
+    owner: dict[ResultKey, str] = {}
+    results: list[BenchResult] = []
+    devices: dict[str, DeviceInfo] = {}
+    peaks: dict[str, Peak] = {}
+    plots: list[str] = []
+    written: list[str] = []
+    merged_from: list[str] = []
+    for run, source in zip(runs, sources, strict=True):
+        for result in run.results:
+            key = key_of(result)
+            if key in owner:
+                raise MergeError(
+                    f"{owner[key]} and {source} both have a result for {describe_key(key)}; merge shards "
+                    "that ran different tests or on different devices"
+                )
+            owner[key] = source
+            results.append(result)
+        for device in run.devices:
+            devices.setdefault(device.name, device)
+        for name, peak in run.peaks.items():
+            peaks.setdefault(name, peak)
+        plots.extend(str(p) for p in run.artifacts.get("plots") or [])
+        written.extend(str(p) for p in run.artifacts.get("baselines_written") or [])
+        merged_from.extend(run.merged_from or (source,))
+    modes = {run.mode for run in runs}
+    first = runs[0]
+    return RunReport(
+        plugin_version=__version__,
+        created=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        mode=modes.pop() if len(modes) == 1 else "mixed",
+        settings=dict(first.settings),
+        environment=dict(first.environment),
+        devices=tuple(devices.values()),
+        peaks=peaks,
+        results=tuple(results),
+        artifacts={
+            "json": output,
+            "plots": list(dict.fromkeys(plots)),
+            "baselines_written": list(dict.fromkeys(written)),
+        },
+        merged_from=tuple(merged_from),
+    )
+
+
+def baseline_entries(run: RunReport, baseline_dir: Path) -> dict[Path, dict[EntryKey, BaselineEntry]]:
+    """The baseline entries a run's measurements make, by file: what an update run would stage."""
+    out: dict[Path, dict[EntryKey, BaselineEntry]] = {}
+    for result in run.results:
+        if result.entry is None:
+            continue
+        path = file_for(baseline_dir, result.module)
+        out.setdefault(path, {})[EntryKey(result.test_id, result.device, result.cache)] = result.entry
+    return out
+
+
+def update_baselines(run: RunReport, baseline_dir: Path) -> list[FileUpdate]:
+    """Record a run's measurements as baselines, with the in-run update's rules: merged into the
+    existing files (entries of tests not in the run are kept), each file written atomically."""
+    store = BaselineStore(baseline_dir)
+    for path, entries in baseline_entries(run, baseline_dir).items():
+        for key, entry in entries.items():
+            store.stage(path, key, entry)
+    return store.write()
