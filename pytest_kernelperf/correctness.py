@@ -8,7 +8,7 @@ kernel author sees at once whether one tile or every element is wrong.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -42,16 +42,28 @@ class Mismatch(AssertionError):
     """The kernel's output differs from the reference's."""
 
 
+class Uncomparable(TypeError):
+    """The reference's output is of a kind kernel_bench cannot compare (a user error, not a mismatch)."""
+
+
 def assert_matches(
     actual: Any, expected: Any, *, rtol: float | None = None, atol: float | None = None
 ) -> None:
-    """Raise Mismatch, with a message starting "mismatch", where `actual` differs from `expected`."""
+    """Raise Mismatch, with a message starting "mismatch", where `actual` differs from `expected`.
+
+    Tensors, Python numbers (compared as 0-d tensors), and tuples, lists and dicts of them compare;
+    anything else in the reference's output raises Uncomparable.
+    """
     _compare(actual, expected, rtol, atol, path="output")
 
 
 def _compare(actual: Any, expected: Any, rtol: float | None, atol: float | None, path: str) -> None:
     import torch
 
+    if isinstance(expected, (bool, int, float, complex)) and not isinstance(actual, torch.Tensor):
+        expected = torch.tensor(expected)
+        if isinstance(actual, (bool, int, float, complex)):
+            actual = torch.tensor(actual)
     if isinstance(expected, torch.Tensor):
         if not isinstance(actual, torch.Tensor):
             raise Mismatch(f"mismatch in {path}: expected a tensor, got {type(actual).__name__}")
@@ -65,9 +77,18 @@ def _compare(actual: Any, expected: Any, rtol: float | None, atol: float | None,
         for index, (a, e) in enumerate(zip(actual, expected, strict=True)):
             _compare(a, e, rtol, atol, f"{path}[{index}]")
         return
-    raise TypeError(
-        f"reference returned {type(expected).__name__}; kernel_bench compares tensors or "
-        "tuples/lists of tensors"
+    if isinstance(expected, Mapping):
+        if not isinstance(actual, Mapping):
+            raise Mismatch(f"mismatch in {path}: expected a mapping, got {type(actual).__name__}")
+        if set(actual) != set(expected):
+            got, want = sorted(map(str, actual)), sorted(map(str, expected))
+            raise Mismatch(f"mismatch in {path}: keys {got}, reference has {want}")
+        for key in expected:
+            _compare(actual[key], expected[key], rtol, atol, f"{path}[{key!r}]")
+        return
+    raise Uncomparable(
+        f"the reference returned {type(expected).__name__} at {path}; kernel_bench compares tensors, "
+        "numbers, and tuples, lists or dicts of them"
     )
 
 
@@ -88,36 +109,88 @@ def _compare_tensors(
     if not (a.is_floating_point() or a.is_complex()):
         bad = a != e
         diff = (a.to(torch.float64) - e.to(torch.float64)).abs()
+        magnitude = e.to(torch.float64).abs()
     else:
         wide = torch.complex128 if a.is_complex() else torch.float64
         a64, e64 = a.to(wide), e.to(wide)
-        diff = (a64 - e64).abs()
+        diff = (a64 - e64).abs()  # real even for complex values: the modulus of the difference
+        magnitude = e64.abs()
         both_nan = a64.isnan() & e64.isnan()
         same_inf = a64.isinf() & e64.isinf() & (a64 == e64)
         # Infinities compare by equality alone: |inf - (-inf)| <= rtol * inf would pass.
         finite = a64.isfinite() & e64.isfinite()
-        close = (finite & (diff <= atol + rtol * e64.abs())) | both_nan | same_inf
+        close = (finite & (diff <= atol + rtol * magnitude)) | both_nan | same_inf
         bad = ~close
     count = int(bad.sum())
     if count == 0:
         return
     total = bad.numel()
-    finite_diff = torch.where(bad & diff.isfinite(), diff, torch.zeros_like(diff))
-    flat = (
-        int(finite_diff.argmax()) if bool((bad & diff.isfinite()).any()) else int(bad.flatten().nonzero()[0])
-    )
-    index = _unravel(flat, tuple(a.shape))
-    rel = diff / e.to(diff.dtype).abs()
-    max_rel = float(torch.where(bad, rel, torch.zeros_like(rel)).nan_to_num(nan=float("inf")).max())
-    nan_count = int((a.isnan() & ~e.isnan()).sum()) if a.is_floating_point() else 0
+    measurable = bad & diff.isfinite()
     message = (
         f"mismatch in {path}: {count} of {total} elements ({100 * count / total:.3g}%) differ beyond "
-        f"rtol={rtol:g}, atol={atol:g}; max abs error {float(finite_diff.max()):.3g} at index {index} "
-        f"(got {_item(a, flat)}, expected {_item(e, flat)}); max rel error {max_rel:.3g}"
+        f"rtol={rtol:g}, atol={atol:g}; "
     )
+    if bool(measurable.any()):
+        finite_diff = torch.where(measurable, diff, torch.zeros_like(diff))
+        flat = int(finite_diff.argmax())
+        rel = torch.where(measurable, diff / magnitude, torch.zeros_like(diff))
+        max_rel = float(rel.nan_to_num(nan=float("inf")).max())
+        message += (
+            f"max abs error {float(finite_diff.max()):.3g} at index {_unravel(flat, tuple(a.shape))} "
+            f"(got {_item(a, flat)}, expected {_item(e, flat)}); max rel error {max_rel:.3g}"
+        )
+        unmeasurable = count - int(measurable.sum())
+        if unmeasurable:
+            message += f"; {unmeasurable} more where a NaN or infinity differs"
+    else:  # every differing element is a NaN or an infinity: no finite error to report
+        flat = int(bad.flatten().nonzero()[0])
+        message += (
+            f"each is a NaN or infinity, first at index {_unravel(flat, tuple(a.shape))} "
+            f"(got {_item(a, flat)}, expected {_item(e, flat)})"
+        )
+    nan_count = int((a.isnan() & ~e.isnan()).sum()) if (a.is_floating_point() or a.is_complex()) else 0
     if nan_count:
         message += f"; {nan_count} NaN where the reference has none"
     raise Mismatch(message)
+
+
+def snapshot(values: Any) -> Any:
+    """A copy of every tensor in `values` (nested tuples, lists and dicts), others as they are: the
+    reference gets the inputs as they were before `fn` ran, even when `fn` works in place."""
+    import torch
+
+    if isinstance(values, torch.Tensor):
+        return values.detach().clone()
+    if isinstance(values, (tuple, list)):
+        return type(values)(snapshot(v) for v in values)
+    if isinstance(values, dict):
+        return {k: snapshot(v) for k, v in values.items()}
+    return values
+
+
+def mutated(before: Any, after: Any, path: str = "") -> list[str]:
+    """Where the tensors of `after` differ from their snapshot `before` (e.g. "args[0]")."""
+    import torch
+
+    if isinstance(after, torch.Tensor) and isinstance(before, torch.Tensor):
+        same = (
+            after.shape == before.shape
+            and after.dtype == before.dtype
+            and bool(torch.equal(after.detach(), before) or _same_with_nans(after.detach(), before))
+        )
+        return [] if same else [path]
+    if isinstance(after, (tuple, list)) and isinstance(before, (tuple, list)):
+        pairs = enumerate(zip(before, after, strict=False))
+        return [p for i, (b, a) in pairs for p in mutated(b, a, f"{path}[{i}]")]
+    if isinstance(after, dict) and isinstance(before, dict):
+        return [p for k in after if k in before for p in mutated(before[k], after[k], f"{path}[{k!r}]")]
+    return []
+
+
+def _same_with_nans(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if not (a.is_floating_point() or a.is_complex()):
+        return False
+    return bool(((a == b) | (a.isnan() & b.isnan())).all())
 
 
 def _unravel(flat: int, shape: Sequence[int]) -> tuple[int, ...]:

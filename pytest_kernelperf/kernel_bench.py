@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
+from pytest_kernelperf import call_arguments
 from pytest_kernelperf.baselines import (
     BaselineEntry,
     BaselineError,
@@ -22,7 +23,7 @@ from pytest_kernelperf.baselines import (
     MetricRecord,
     as_stored,
 )
-from pytest_kernelperf.correctness import Mismatch, assert_matches
+from pytest_kernelperf.correctness import Mismatch, Uncomparable, assert_matches, mutated, snapshot
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.roofline import tensor_bytes
 from pytest_kernelperf.measure.timing import Metric, Target, Timer, Timing, TimingError
@@ -45,7 +46,7 @@ def no_guard() -> AbstractContextManager[None]:
 class Hooks:
     """What the bench needs from its host (pytest, or a test)."""
 
-    fail: Callable[[str], NoReturn]
+    fail: Callable[[str], NoReturn]  # stops the test: a usage error, or a call that cannot go on
     warn: Callable[[str], None]
     record: Callable[[BenchResult], None]
     make_timer: Callable[[Settings, DeviceInfo], Timer]
@@ -56,6 +57,15 @@ class Hooks:
     guard: Callable[[Callable[..., Any], str | None], AbstractContextManager[None]] = lambda fn, name: (
         no_guard()
     )
+    # A failure that lets the test go on (a regression, a mismatch): the host fails the test at its
+    # end with every such message, so one bad row never hides the others. None: fail at once.
+    deferred: Callable[[str], None] | None = None
+
+    def defer(self, message: str) -> None:
+        __tracebackhide__ = True
+        if self.deferred is None:
+            self.fail(message)
+        self.deferred(message)
 
 
 class KernelBench:
@@ -89,6 +99,7 @@ class KernelBench:
     def __call__(
         self,
         fn: Callable[..., Any],
+        /,
         *args: Any,
         reference: Callable[..., Any] | None = None,
         rtol: float | None = None,
@@ -97,19 +108,26 @@ class KernelBench:
         bytes: int | None = None,
         flops: int | None = None,
         max_ratio: float | None = None,
+        fn_kwargs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> BenchResult:
         __tracebackhide__ = True
         with self._hooks.guard(fn, name):
             self._claim(name)
+            own = {"reference": reference, "rtol": rtol, "atol": atol, "name": name}
+            own |= {"bytes": bytes, "flops": flops, "max_ratio": max_ratio}
+            kwargs, (rtol, atol), (bytes, flops) = self._arguments(fn, args, kwargs, fn_kwargs, own)
             limit = self._max_ratio(max_ratio, reference)
             call = _bind(fn, args, kwargs)
-            output = self._check(call, reference, args, kwargs, rtol, atol)
+            checked = self._check(call, reference, args, kwargs, rtol, atol, name)
+            if isinstance(checked, BenchResult):  # a mismatch: recorded, failed at the test's end
+                return checked
+            output, notes = checked
             # No bytes= given: count the tensors read and written (the report says "inferred").
             inferred = tensor_bytes(args, kwargs, output) if bytes is None else None
-            del output  # on a GPU it may be a GiB that timing needs
+            del output, checked  # on a GPU it may be a GiB that timing needs
             if not self.settings.timing:
-                return self._record(BenchResult(self.nodeid, name, self.device, Verdict.CHECKED))
+                return self._record(BenchResult(self.nodeid, name, self.device, Verdict.CHECKED, notes=notes))
             versus = None
             if limit is not None and reference is not None:
                 versus = (reference, _bind(reference, args, kwargs), limit)
@@ -122,17 +140,20 @@ class KernelBench:
                 flops,
                 bytes_inferred=bytes is None and inferred is not None,
                 versus=versus,
+                notes=notes,
             )
 
     def check(
         self,
         fn: Callable[..., Any],
+        /,
         *args: Any,
         reference: Callable[..., Any] | None = None,
         rtol: float | None = None,
         atol: float | None = None,
         name: str | None = None,
         why: str = "correctness only",
+        fn_kwargs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> BenchResult:
         """Check `fn` against `reference` without timing it (e.g. Triton's CPU interpreter, whose
@@ -140,8 +161,13 @@ class KernelBench:
         __tracebackhide__ = True
         with self._hooks.guard(fn, name):
             self._claim(name)
-            self._check(_bind(fn, args, kwargs), reference, args, kwargs, rtol, atol)
-            return self._record(BenchResult(self.nodeid, name, self.device, Verdict.CHECKED, notes=(why,)))
+            own = {"reference": reference, "rtol": rtol, "atol": atol, "name": name}
+            kwargs, (rtol, atol), _ = self._arguments(fn, args, kwargs, fn_kwargs, own)
+            checked = self._check(_bind(fn, args, kwargs), reference, args, kwargs, rtol, atol, name)
+            if isinstance(checked, BenchResult):
+                return checked
+            notes = (why, *checked[1])
+            return self._record(BenchResult(self.nodeid, name, self.device, Verdict.CHECKED, notes=notes))
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -155,14 +181,55 @@ class KernelBench:
             )
         self._names.add(name)
 
+    def _arguments(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        fn_kwargs: object,
+        own: Mapping[str, object],
+    ) -> tuple[dict[str, Any], tuple[float | None, float | None], tuple[int | None, int | None]]:
+        """Validate kernel_bench's own arguments and make fn's keywords; a bad one fails the test
+        with its name (and the test only)."""
+        __tracebackhide__ = True
+        try:
+            if not callable(fn):
+                raise call_arguments.CallArgumentError(
+                    f"kernel_bench needs a callable to time, got {type(fn).__name__}"
+                )
+            keywords = call_arguments.fn_keywords(kwargs, fn_kwargs)
+            tolerances = (
+                call_arguments.tolerance(own["rtol"], "rtol"),
+                call_arguments.tolerance(own["atol"], "atol"),
+            )
+            amounts = (
+                call_arguments.amount(own.get("bytes"), "bytes", "bytes"),
+                call_arguments.amount(own.get("flops"), "flops", "floating-point operations"),
+            )
+            given = {k: v for k, v in own.items() if v is not None}
+            problem = call_arguments.check_binding(fn, args, keywords, given)
+        except call_arguments.CallArgumentError as exc:
+            error: str | None = str(exc)
+        else:
+            error = None
+            if problem is not None and not problem.startswith("note:"):
+                error = problem
+            elif problem is not None:
+                self._hooks.warn(f"{self.nodeid}: kernel_bench {problem.removeprefix('note: ')}")
+        if error is not None:  # failed outside the except block: no chained traceback
+            self._hooks.fail(f"kernel_bench in {self.nodeid}: {error}")
+        return keywords, tolerances, amounts
+
     def _max_ratio(self, value: object, reference: Callable[..., Any] | None) -> float | None:
         __tracebackhide__ = True
         if value is None:
             return None
         try:
-            limit = validate_max_ratio(value)
+            limit: float | None = validate_max_ratio(value)
         except ValueError as exc:
-            self._hooks.fail(f"kernel_bench in {self.nodeid}: {exc}")
+            limit, error = None, str(exc)
+        if limit is None:  # failed outside the except block: no chained traceback
+            self._hooks.fail(f"kernel_bench in {self.nodeid}: {error}")
         if reference is None:
             self._hooks.fail(
                 f"kernel_bench in {self.nodeid}: max_ratio={value!r} needs reference=, the function "
@@ -178,21 +245,46 @@ class KernelBench:
         kwargs: dict[str, Any],
         rtol: float | None,
         atol: float | None,
-    ) -> Any:
+        name: str | None,
+    ) -> tuple[Any, tuple[str, ...]] | BenchResult:
+        """Run fn once and compare with the reference: (output, notes), or the recorded mismatch.
+
+        The reference gets a copy of the inputs as they were before fn ran, so an in-place kernel
+        is checked against the right values, and a kernel that changes its inputs is named."""
         __tracebackhide__ = True
+        before = snapshot((tuple(args), kwargs)) if reference is not None else None
         output = call()  # the first call also pays for compilation; a raise is the test's error
-        if reference is None:
-            return output
-        expected = reference(*args, **kwargs)
+        if reference is None or before is None:
+            return output, ()
+        notes: tuple[str, ...] = ()
+        changed = mutated(before, (tuple(args), kwargs))
+        if changed:
+            where = ", ".join(_argument_name(path) for path in changed)
+            notes = (
+                f"fn modified its input in place ({where}); the reference was given the original values",
+            )
+        expected = reference(*before[0], **before[1])
         try:
             assert_matches(output, expected, rtol=rtol, atol=atol)
         except Mismatch as exc:
-            problem: Mismatch | None = exc
+            problem: str | None = f"{exc} ({self.nodeid}{'' if name is None else f' [{name}]'})"
+            usage = False
+        except Uncomparable as exc:
+            problem, usage = f"kernel_bench in {self.nodeid}: {exc}", True
         else:
-            problem = None
-        if problem is not None:  # failed outside the except block: no chained traceback
-            self._hooks.fail(f"{problem} ({self.nodeid})")
-        return output
+            problem, usage = None, False
+        if problem is None:
+            return output, notes
+        if usage:  # outside the except block: no chained traceback
+            self._hooks.fail(problem)
+        if notes:
+            problem += f"\n  {notes[0]}"
+        self._hooks.defer(problem)
+        return self._record(
+            BenchResult(
+                self.nodeid, name, self.device, Verdict.MISMATCH, notes=(problem.splitlines()[0], *notes)
+            )
+        )
 
     def _time(
         self,
@@ -205,6 +297,7 @@ class KernelBench:
         *,
         bytes_inferred: bool = False,
         versus: tuple[Callable[..., Any], Callable[[], Any], float] | None = None,
+        notes: tuple[str, ...] = (),
     ) -> BenchResult:
         __tracebackhide__ = True
         device = self._hooks.device_info(kind)
@@ -231,6 +324,7 @@ class KernelBench:
             ratio=ratio,
             baseline_ci_ms=baseline.device_time.ci_ms if baseline else None,
             entry=entry,
+            notes=notes + result.notes,
         )
         if profiled is not None:
             result = replace(
@@ -382,15 +476,15 @@ class KernelBench:
         # The ratio is a property of the code, not of a baseline: it holds in updates too.
         if result.ratio is not None and result.ratio.exceeded:
             assert result.median_ms is not None
-            self._hooks.fail(ratio_message(result.label, result.device, result.median_ms, result.ratio))
+            self._hooks.defer(ratio_message(result.label, result.device, result.median_ms, result.ratio))
         if self.settings.update:
             return
         if result.verdict is Verdict.SLOWER:
             assert baseline is not None
             details = regression_details(baseline, environment, profiled)
-            self._hooks.fail(regression_message(result, baseline, path, details))
+            self._hooks.defer(regression_message(result, baseline, path, details))
         if result.verdict is Verdict.NEW and self.settings.strict:
-            self._hooks.fail(
+            self._hooks.defer(
                 f"no baseline for {result.label} on {result.device} ({self.settings.cache} cache) in {path} "
                 "and --kernelperf-strict is set; record one with `pytest --kernelperf-update-baselines`"
             )
@@ -426,9 +520,14 @@ def _environment(timing: Timing, device: DeviceInfo) -> dict[str, str]:
 
 
 def _bind(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Callable[[], Any]:
-    if not callable(fn):
-        raise TypeError(f"kernel_bench needs a callable to time, got {type(fn).__name__}")
     return lambda: fn(*args, **kwargs)
+
+
+def _argument_name(path: str) -> str:
+    """ "[0][1]" (a path into (args, kwargs)) as the caller wrote it: "args[1]" or "kwargs['x']"."""
+    if path.startswith("[0]"):
+        return "args" + path[3:]
+    return "kwargs" + path[3:] if path.startswith("[1]") else path
 
 
 def _device_of(args: Sequence[Any], kwargs: dict[str, Any], default: str) -> str:

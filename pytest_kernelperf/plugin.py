@@ -6,6 +6,7 @@ Nothing here imports torch: a pytest run that never uses `kernel_bench` never pa
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +191,27 @@ def kernel_bench(request: pytest.FixtureRequest) -> Any:
         )
     except SettingsError as exc:
         pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None]:
+    """Fail the test at its end with every regression and mismatch its kernel_bench calls found."""
+    __tracebackhide__ = True
+    state = item.config.stash[SESSION]
+    try:
+        outcome = yield
+    except BaseException:
+        failures = state.take_deferred(item.nodeid)
+        if failures:  # the test raised on its own: keep ours beside its traceback
+            item.add_report_section("call", "kernelperf", "\n\n".join(failures))
+        raise
+    failures = state.take_deferred(item.nodeid)
+    if len(failures) == 1:
+        pytest.fail(failures[0], pytrace=False)
+    if failures:
+        listed = "\n\n".join(f"{number}. {text}" for number, text in enumerate(failures, start=1))
+        pytest.fail(f"{len(failures)} kernel_bench failures in {item.nodeid}:\n\n{listed}", pytrace=False)
+    return outcome
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

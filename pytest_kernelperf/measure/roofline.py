@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
@@ -39,6 +40,15 @@ class Peak:
     bytes: int  # bytes moved by one copy (read + write)
     method: str
     measured: str  # UTC date of the measurement
+    # The device's last-level cache (an H200's 60 MiB L2, a CPU's L3): a call whose bytes fit in it
+    # runs from the cache under a hot cache, and "% of memory bandwidth" means nothing for it.
+    cache_bytes: int | None = None
+    # Load average per core while a CPU copy was timed: a busy machine lowers the peak.
+    load_per_core: float | None = None
+
+
+# A CPU peak measured while other work ran is too low; such a peak is used for its run only.
+BUSY_LOAD_PER_CORE = 0.5
 
 
 @dataclass(frozen=True)
@@ -47,12 +57,22 @@ class Figures:
     tflop_per_s: float | None
     peak_fraction: float | None  # gb_per_s over the device's copy bandwidth
     bytes_inferred: bool
+    cache_resident: bool = False  # the call's bytes fit in the device's cache: no % of peak
 
 
 def figures(result: BenchResult, peak: Peak | None) -> Figures:
     gbps, tflops = result.throughput
-    fraction = gbps / peak.gb_per_s if gbps is not None and peak is not None and peak.gb_per_s > 0 else None
-    return Figures(gbps, tflops, fraction, result.bytes_inferred and result.bytes is not None)
+    resident = (
+        peak is not None
+        and peak.cache_bytes is not None
+        and result.bytes is not None
+        and result.cache != "cold"
+        and result.bytes <= peak.cache_bytes
+    )
+    fraction = None
+    if gbps is not None and peak is not None and peak.gb_per_s > 0 and not resident:
+        fraction = gbps / peak.gb_per_s
+    return Figures(gbps, tflops, fraction, result.bytes_inferred and result.bytes is not None, resident)
 
 
 def tensor_bytes(*values: Any) -> int | None:
@@ -113,7 +133,32 @@ def measure_copy_bandwidth(device: DeviceInfo) -> Peak:
         bytes=2 * size,
         method=f"{what} of {_human(size)}, best of {repeats}, read+write bytes",
         measured=_now(),
+        cache_bytes=last_level_cache_bytes(device),
+        load_per_core=None if device.kind == "cuda" else _load_per_core(),
     )
+
+
+def last_level_cache_bytes(device: DeviceInfo) -> int | None:
+    """The largest cache level of `device`: the GPU's L2, or the CPU's largest cache (sysfs)."""
+    if device.kind == "cuda":
+        import torch
+
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        return int(getattr(torch.cuda.get_device_properties(index), "L2_cache_size", 0)) or None
+    sizes = []
+    for entry in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = entry.read_text().strip()
+        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+        if text[:-1].isdigit() and text[-1] in units:
+            sizes.append(int(text[:-1]) * units[text[-1]])
+    return max(sizes) if sizes else None
+
+
+def _load_per_core() -> float | None:
+    try:
+        return os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:  # not every platform reports a load average
+        return None
 
 
 def _best_seconds(copy: Callable[[], object], sync: Callable[[], None], repeats: int, *, cuda: bool) -> float:
@@ -183,13 +228,21 @@ def peak_from_dict(data: Mapping[str, Any], device: str | None = None) -> Peak:
     gbps = data["gb_per_s"]
     if isinstance(gbps, bool) or not isinstance(gbps, (int, float)) or not math.isfinite(gbps) or gbps <= 0:
         raise PeakCacheError(f"gb_per_s must be a positive number, got {gbps!r}")
+    cache_bytes, load = data.get("cache_bytes"), data.get("load_per_core")
     return Peak(
         device=str(data.get("device", device)),
         gb_per_s=float(gbps),
         bytes=int(data.get("bytes", 0)),
         method=str(data.get("method", "")),
         measured=str(data.get("measured", "")),
+        cache_bytes=int(cache_bytes) if isinstance(cache_bytes, int) and cache_bytes > 0 else None,
+        load_per_core=float(load) if isinstance(load, (int, float)) and not isinstance(load, bool) else None,
     )
+
+
+def busy(peak: Peak) -> bool:
+    """Whether the machine was busy while `peak` was measured (its figure is then too low)."""
+    return peak.load_per_core is not None and peak.load_per_core > BUSY_LOAD_PER_CORE
 
 
 def session_peaks(
@@ -219,11 +272,20 @@ def session_peaks(
         if not may_measure:
             continue
         try:
-            peaks[device.name] = cached[device.name] = measure(device)
-            measured = True
+            peak = peaks[device.name] = measure(device)
         except Exception as exc:  # a sticky CUDA error from a test must not hide the reports
             problem = f"{type(exc).__name__}: {exc}"
             notes.append(f"could not measure the copy bandwidth of {device.name}: {problem}")
+            continue
+        if busy(peak):
+            assert peak.load_per_core is not None
+            notes.append(
+                f"the copy bandwidth of {device.name} was measured while the machine was busy (load "
+                f"{peak.load_per_core:.2g} per core): used for this run only, not cached"
+            )
+        else:
+            cached[device.name] = peak
+            measured = True
     if measured:
         write_cache(path, cached)
     return peaks, notes

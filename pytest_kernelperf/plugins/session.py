@@ -45,6 +45,7 @@ class KernelperfSession:
         self._guard = guard  # per test id: wraps each kernel_bench call (see faults.py)
         self.blocked: str | None = None  # why this process must not write baseline files
         self.remove: dict[Path, set[str]] = {}  # unused test ids to prune, per file
+        self._deferred: dict[str, list[str]] = {}  # per test id: failures reported at its end
 
     def bench(self, nodeid: str, marker_kwargs: dict[str, Any] | None, device: str) -> KernelBench:
         settings = self.settings
@@ -58,8 +59,14 @@ class KernelperfSession:
             device_info=self._cached_device_info,
             profile=self._profile,
             guard=self._guard(nodeid) if self._guard else lambda fn, name: no_guard(),
+            deferred=self._deferred.setdefault(nodeid, []).append,
         )
         return KernelBench(nodeid=nodeid, settings=settings, store=self.store, hooks=hooks, device=device)
+
+    def take_deferred(self, nodeid: str) -> list[str]:
+        """The failures kernel_bench deferred to the end of this test (each measured row is shown
+        before the test fails), forgotten once taken."""
+        return self._deferred.pop(nodeid, [])
 
     def _cached_device_info(self, kind: str) -> DeviceInfo:
         if kind not in self._device_cache:

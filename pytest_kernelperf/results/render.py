@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_kernelperf.baselines import FileUpdate
-from pytest_kernelperf.measure.roofline import Peak, figures
+from pytest_kernelperf.measure.roofline import Figures, Peak, busy, figures
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.verdict.judge import Verdict
 
@@ -28,15 +28,20 @@ Line = tuple[Segment, ...]
 
 VERDICT_STYLE = {
     Verdict.SLOWER: "bad",
+    Verdict.MISMATCH: "bad",
     Verdict.FASTER: "good",
     Verdict.UNRELIABLE: "warn",
     Verdict.INCOMPARABLE: "warn",
 }
+# Verdicts of calls that were not timed: their rows carry no device, timer or cache.
+UNTIMED = (Verdict.CHECKED, Verdict.MISMATCH)
+CACHE_NOTE = "in cache: the call's bytes fit in the device's cache, so % of memory bandwidth does not apply"
 INFERRED_NOTE = "* bytes inferred from the input and output tensors (pass bytes= to state them)"
 NEW_NOTE = "new: no baseline for this device and cache mode; record one with --kernelperf-update-baselines"
 TOTAL_ORDER = (
     Verdict.SAME,
     Verdict.SLOWER,
+    Verdict.MISMATCH,
     Verdict.FASTER,
     Verdict.NEW,
     Verdict.INCOMPARABLE,
@@ -130,7 +135,7 @@ _SHARED = ("Device", "Timer", "Cache")
 
 def verdict_text(result: BenchResult) -> str:
     text = str(result.verdict)
-    if result.verdict is Verdict.CHECKED and result.notes:
+    if result.verdict in UNTIMED and result.notes:
         text += f" ({result.notes[0]})"
     elif (
         result.comparison is not None
@@ -164,7 +169,7 @@ def row_cells(label: str, result: BenchResult, peaks: Mapping[str, Peak]) -> dic
         "Ref (ms)": Cell(_ms(result.ratio.reference_median_ms) if result.ratio else ""),
         "Ratio": ratio_cell(result),
         "GB/s": Cell(f"{fig.gb_per_s:.4g}{'*' if fig.bytes_inferred else ''}" if fig.gb_per_s else ""),
-        "% peak": Cell(f"{fig.peak_fraction:.0%}" if fig.peak_fraction is not None else ""),
+        "% peak": Cell(_peak_cell(fig)),
         "TFLOP/s": Cell(f"{fig.tflop_per_s:.4g}" if fig.tflop_per_s else ""),
         "Host (ms)": Cell(_ms(result.host_median_ms) if result.host_median_ms is not None else ""),
         "Device": Cell(result.device),
@@ -197,9 +202,7 @@ def groups(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | None = No
     for module, tests in grouped(results).items():
         for test, members in tests.items():
             rows = [row_cells(label, r, peaks) for label, r in members]
-            timed = [
-                row for row, (_, r) in zip(rows, members, strict=True) if r.verdict is not Verdict.CHECKED
-            ]
+            timed = [row for row, (_, r) in zip(rows, members, strict=True) if r.verdict not in UNTIMED]
             shared = {}
             for column in _SHARED:
                 values = {row[column].text for row in timed}
@@ -246,6 +249,8 @@ def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | Non
         inferred = inferred or any(r.bytes_inferred and r.bytes for r in group.results)
     if inferred:
         lines.append(((INFERRED_NOTE, "dim"),))
+    if _any_in_cache(results, peaks or {}):
+        lines.append(((CACHE_NOTE, "dim"),))
     if any(r.verdict is Verdict.NEW for r in results):
         lines.append(((NEW_NOTE, "dim"),))
     overall = totals(results)
@@ -265,10 +270,24 @@ def terminal_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | N
     return plain(styled_lines(results, peaks))
 
 
+def _any_in_cache(results: Sequence[BenchResult], peaks: Mapping[str, Peak]) -> bool:
+    return any(figures(r, peaks.get(r.device)).cache_resident for r in results)
+
+
+def _peak_cell(fig: Figures) -> str:
+    if fig.cache_resident:
+        return "in cache"
+    return f"{fig.peak_fraction:.0%}" if fig.peak_fraction is not None else ""
+
+
 def peak_lines(peaks: Mapping[str, Peak]) -> list[str]:
-    return [
-        f"{name}: copy bandwidth {peak.gb_per_s:.4g} GB/s ({peak.method})" for name, peak in peaks.items()
-    ]
+    lines = []
+    for name, peak in peaks.items():
+        line = f"{name}: copy bandwidth {peak.gb_per_s:.4g} GB/s ({peak.method})"
+        if busy(peak):
+            line += f"; measured while the machine was busy (load {peak.load_per_core:.2g} per core)"
+        lines.append(line)
+    return lines
 
 
 def update_lines(updates: Sequence[FileUpdate]) -> list[str]:
@@ -339,6 +358,8 @@ def markdown(
         inferred = inferred or any(r.bytes_inferred and r.bytes for r in group.results)
     if inferred:
         lines.extend([INFERRED_NOTE.replace("* ", "\\* ", 1), ""])
+    if _any_in_cache(results, peaks or {}):
+        lines.extend([CACHE_NOTE, ""])
     if any(r.verdict is Verdict.NEW for r in results):
         lines.extend([NEW_NOTE.replace("--", "`--", 1) + "`", ""])
     if peaks or environment:
@@ -373,7 +394,7 @@ def properties(result: BenchResult) -> list[tuple[str, object]]:
         "baseline_ms": result.baseline_ms,
         "change_pct": result.change_pct,
         "method": result.method,
-        "device": result.device if result.verdict is not Verdict.CHECKED else None,
+        "device": result.device if result.verdict not in UNTIMED else None,
         "gb_per_s": result.throughput[0],
         "tflop_per_s": result.throughput[1],
     }

@@ -203,6 +203,8 @@ def _peak(peak: Peak) -> dict[str, Any]:
         "bytes": peak.bytes,
         "method": peak.method,
         "measured": peak.measured,
+        "cache_bytes": peak.cache_bytes,
+        "load_per_core": peak.load_per_core,
     }
 
 
@@ -498,6 +500,8 @@ def _peak_from(reader: _Reader, device: str) -> Peak:
         bytes=reader.whole("bytes", optional=True) or 0,
         method=reader.text("method", optional=True) or "",
         measured=reader.text("measured", optional=True) or "",
+        cache_bytes=reader.whole("cache_bytes", optional=True),
+        load_per_core=reader.number("load_per_core", optional=True),
     )
 
 

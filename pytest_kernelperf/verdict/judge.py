@@ -32,6 +32,7 @@ class Verdict(str, enum.Enum):
     INCOMPARABLE = "incomparable"  # a baseline exists but was measured another way
     UNRELIABLE = "unreliable"  # the measurement itself cannot be trusted (throttling, noise)
     CHECKED = "checked"  # correctness only, no timing
+    MISMATCH = "mismatch"  # the output differs from the reference's: not timed
 
     def __str__(self) -> str:
         return self.value
