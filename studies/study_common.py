@@ -130,6 +130,8 @@ def run_pytest(
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.setdefault("COLUMNS", "200")
     started = clock.elapsed() if clock else 0.0
+    for stale in [*(json_files(json_path) if json_path else []), *([junit_path] if junit_path else [])]:
+        stale.unlink(missing_ok=True)  # a file left by an earlier study in the same folder
     t0 = time.monotonic()
     try:
         done = subprocess.run(
