@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from studies.study_common import (  # noqa: E402
+from studies.study_common import (
     JUDGED,
     Budget,
     Log,
@@ -53,17 +53,28 @@ from studies.study_common import (  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     common_arguments(parser, default_budget_s=480.0)
     parser.add_argument("--runs", type=int, default=10, help="comparison processes (default %(default)s)")
     parser.add_argument("--jobs", type=int, default=1, help="processes at a time (default %(default)s)")
     parser.add_argument("--gpus", help="comma-separated CUDA_VISIBLE_DEVICES values to spread jobs over")
     parser.add_argument("--record-gpu", help="CUDA_VISIBLE_DEVICES of the recording process")
-    parser.add_argument("--compare-gpus", help="comma-separated GPUs for the comparison processes (overrides --gpus)")
+    parser.add_argument(
+        "--compare-gpus", help="comma-separated GPUs for the comparison processes (overrides --gpus)"
+    )
     parser.add_argument("--baseline-dir", help="private baseline folder (default $OUT/aa/baselines)")
-    parser.add_argument("--artifacts-dir", help="kernelperf artefacts folder shared by all processes (default: a temporary one)")
-    parser.add_argument("--skip-record", action="store_true", help="reuse the baselines already in --baseline-dir")
-    parser.add_argument("--record-args", default="", help="extra pytest arguments for the recording process only")
+    parser.add_argument(
+        "--artifacts-dir",
+        help="kernelperf artefacts folder shared by all processes (default: a temporary one)",
+    )
+    parser.add_argument(
+        "--skip-record", action="store_true", help="reuse the baselines already in --baseline-dir"
+    )
+    parser.add_argument(
+        "--record-args", default="", help="extra pytest arguments for the recording process only"
+    )
     return parser.parse_args(argv)
 
 
@@ -119,7 +130,9 @@ class Study:
             f"{self.args.pytest_args} {self.args.record_args}",
         )
         gpu = self.args.record_gpu
-        run = run_pytest("record", argv, gpu_env(gpu), self.args.process_timeout_s, json_path, junit, self.budget)
+        run = run_pytest(
+            "record", argv, gpu_env(gpu), self.args.process_timeout_s, json_path, junit, self.budget
+        )
         self.log.write(short_stdout(run))
         results, _ = load_run(json_path)
         self.record = {
@@ -130,7 +143,10 @@ class Study:
             "verdicts": verdict_counts(results),
             "pytest": run.summary_line(),
         }
-        print(f"record: rc={run.rc} {run.wall_s:.1f}s {self.record['verdicts']} ({run.summary_line()})", flush=True)
+        print(
+            f"record: rc={run.rc} {run.wall_s:.1f}s {self.record['verdicts']} ({run.summary_line()})",
+            flush=True,
+        )
 
     def compare(self, index: int, gpu: str | None) -> None:
         json_path = self.folder / f"run_{index:03d}.json"
@@ -299,7 +315,9 @@ class Study:
                     ratio.get("max", ""),
                 ]
             )
-        lines.append(markdown_table(["measurement", *verdicts, "ratio min", "ratio median", "ratio max"], rows))
+        lines.append(
+            markdown_table(["measurement", *verdicts, "ratio min", "ratio median", "ratio max"], rows)
+        )
         lines.append("\n## Per process\n")
         rows = [
             [

@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from studies.study_common import (  # noqa: E402
+from studies.study_common import (
     Budget,
     Log,
     common_arguments,
@@ -47,6 +47,7 @@ from studies.study_common import (  # noqa: E402
     split_list,
     spread,
     verdict_counts,
+    workers_from_output,
     write_json,
     write_text,
 )
@@ -62,9 +63,13 @@ DEFAULT_ALONE = [
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     common_arguments(parser, default_budget_s=480.0)
-    parser.add_argument("--record-schedule", default="n2", help="schedule of the recording (default %(default)s)")
+    parser.add_argument(
+        "--record-schedule", default="n2", help="schedule of the recording (default %(default)s)"
+    )
     parser.add_argument(
         "--schedules",
         default="n0,n2,reverse,alone",
@@ -76,10 +81,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="a node id (or -k expression) run alone by the 'alone' schedule; repeatable "
         "(default: a compiled RMSNorm, a compiled softmax, the small matmul, the small vector add)",
     )
-    parser.add_argument("--repeat", type=int, default=1, help="rounds over all schedules (default %(default)s)")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds over all schedules (default %(default)s)"
+    )
     parser.add_argument("--baseline-dir", help="private baseline folder (default $OUT/schedule/baselines)")
     parser.add_argument("--artifacts-dir", help="kernelperf artefacts folder (default: a temporary one)")
-    parser.add_argument("--skip-record", action="store_true", help="reuse the baselines already in --baseline-dir")
+    parser.add_argument(
+        "--skip-record", action="store_true", help="reuse the baselines already in --baseline-dir"
+    )
     return parser.parse_args(argv)
 
 
@@ -111,7 +120,9 @@ def schedule_options(schedule: str, suite: str) -> tuple[list[str], list[str], d
         if "::" in target or target.endswith(".py"):
             return [target], ["-n", "0"], order
         return [suite], ["-n", "0", "-k", target], order
-    raise SystemExit(f"unknown schedule {schedule!r}: use n0, nK, reverse, shuffle:SEED, alone or alone:TARGET")
+    raise SystemExit(
+        f"unknown schedule {schedule!r}: use n0, nK, reverse, shuffle:SEED, alone or alone:TARGET"
+    )
 
 
 class Study:
@@ -120,9 +131,7 @@ class Study:
         self.out = out_dir(args.out)
         self.folder = self.out / "schedule"
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.baselines = (
-            Path(args.baseline_dir).resolve() if args.baseline_dir else self.folder / "baselines"
-        )
+        self.baselines = Path(args.baseline_dir).resolve() if args.baseline_dir else self.folder / "baselines"
         self._temporary: str | None = None
         if args.artifacts_dir:
             self.artifacts = Path(args.artifacts_dir).resolve()
@@ -139,6 +148,7 @@ class Study:
         return [
             f"--kernelperf-baseline-dir={self.baselines}",
             f"--kernelperf-artifacts={self.artifacts}",
+            "-v",
             "-rfE",
             "--tb=short",
         ]
@@ -155,7 +165,11 @@ class Study:
         )
         run = run_pytest(label, argv, env, self.args.process_timeout_s, json_path, junit, self.budget)
         self.log.write(short_stdout(run))
-        results, workers = load_run(json_path)
+        results, _ = load_run(json_path)
+        worker_of = workers_from_output(run.stdout)
+        workers: dict[str, set[str]] = {}
+        for nodeid, worker in worker_of.items():
+            workers.setdefault(worker, set()).add(nodeid)
         outcomes = junit_outcomes(junit)
         unusual = []
         for result in results:
@@ -172,7 +186,7 @@ class Study:
                     "reason": comparison.get("reason"),
                     "median_ms": median_ms(result),
                     "baseline_ms": (result.get("baseline") or {}).get("median_ms"),
-                    "worker": result.get("_worker"),
+                    "worker": worker_of.get(str(result.get("nodeid")), "main"),
                     "notes": result.get("notes"),
                     "test_outcome": outcome.get("outcome"),
                     "failure": outcome.get("message", "") if outcome.get("outcome") != "passed" else "",
@@ -187,14 +201,20 @@ class Study:
             "wall_s": run.wall_s,
             "timed_out": run.timed_out,
             "verdicts": verdict_counts(results),
-            "tests_per_worker": {worker: len(set(ids)) for worker, ids in sorted(workers.items())},
+            "tests_per_worker": {worker: len(ids) for worker, ids in sorted(workers.items())}
+            or {"main": len(outcomes)},
+            "worker_of": worker_of,
             "not_same": unusual,
             "failed_tests": {nodeid: o["message"][:2000] for nodeid, o in sorted(failed.items())},
             "pytest": run.summary_line(),
         }
         print(
             f"{label}: rc={run.rc} {run.wall_s:.1f}s {row['verdicts']}"
-            + "".join(f"\n    {u['verdict']}: {u['key']} ratio={u['ratio']}" for u in unusual if u["verdict"] != "new"),
+            + "".join(
+                f"\n    {u['verdict']}: {u['key']} ratio={u['ratio']}"
+                for u in unusual
+                if u["verdict"] != "new"
+            ),
             flush=True,
         )
         return row
@@ -225,7 +245,8 @@ class Study:
         per_schedule: dict[str, dict[str, Any]] = {}
         for row in self.runs:
             entry = per_schedule.setdefault(
-                row["schedule"], {"runs": 0, "verdicts": Counter(), "wall_s": [], "failing_runs": 0, "not_same": []}
+                row["schedule"],
+                {"runs": 0, "verdicts": Counter(), "wall_s": [], "failing_runs": 0, "not_same": []},
             )
             entry["runs"] += 1
             entry["verdicts"].update(row["verdicts"])
@@ -296,7 +317,9 @@ class Study:
                     [name, item["run"], item["key"], item["verdict"], item["ratio"], item["p_value"],
                      failure[0][:160] if failure else ""]
                 )  # fmt: skip
-        lines.append(markdown_table(["schedule", "run", "measurement", "verdict", "ratio", "p", "message"], rows))
+        lines.append(
+            markdown_table(["schedule", "run", "measurement", "verdict", "ratio", "p", "message"], rows)
+        )
         return "\n".join(lines)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import statistics
 import subprocess
@@ -44,10 +45,14 @@ def common_arguments(parser: argparse.ArgumentParser, default_budget_s: float) -
         help="wall-time budget in seconds: no new pytest process starts after it (default %(default)s)",
     )
     parser.add_argument(
-        "--pytest-args", default="", help="extra pytest arguments for every process, as one shell-quoted string"
+        "--pytest-args",
+        default="",
+        help="extra pytest arguments for every process, as one shell-quoted string",
     )
     parser.add_argument("--suite", default=SUITE, help="test path given to pytest (default %(default)s)")
-    parser.add_argument("--python", default=sys.executable, help="Python that runs pytest (default: this one)")
+    parser.add_argument(
+        "--python", default=sys.executable, help="Python that runs pytest (default: this one)"
+    )
     parser.add_argument(
         "--process-timeout-s",
         type=float,
@@ -189,12 +194,30 @@ def load_run(path: Path | None) -> tuple[list[dict[str, Any]], dict[str, list[st
         if document.get("schema") != "pytest-kernelperf-run" or document.get("schema_version") != 1:
             continue
         worker = (document.get("environment") or {}).get("xdist_worker") or "main"
-        for result in document.get("results") or []:
-            result = dict(result)
-            result["_worker"] = worker
+        for entry in document.get("results") or []:
+            result = {**entry, "_worker": worker}
             results.append(result)
             workers.setdefault(worker, []).append(str(result.get("nodeid")))
     return results, workers
+
+
+WORKER_LINE = re.compile(
+    r"^\[(gw\d+)\]\s+(?:\[\s*\d+%\]\s+)?(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b(.*)$"
+)
+
+
+def workers_from_output(stdout: str) -> dict[str, str]:
+    """Node id -> pytest-xdist worker, from the `[gw0] [ 50%] PASSED (...) nodeid` lines of `-v` output
+    (the plugin may put its verdicts in parentheses before the node id)."""
+    found: dict[str, str] = {}
+    for line in stdout.splitlines():
+        match = WORKER_LINE.match(line)
+        if not match:
+            continue
+        tokens = [token for token in match.group(3).split() if "::" in token or token.endswith(".py")]
+        if tokens:
+            found.setdefault(tokens[-1], match.group(1))
+    return found
 
 
 def result_key(result: Mapping[str, Any]) -> str:
@@ -274,7 +297,11 @@ def short_stdout(run: ProcessRun, max_lines: int = 400) -> str:
     first 40 and the last ones)."""
     lines = run.stdout.splitlines()
     if len(lines) > max_lines:
-        lines = [*lines[:40], f"... ({len(lines) - max_lines} lines left out) ...", *lines[-(max_lines - 40) :]]
+        lines = [
+            *lines[:40],
+            f"... ({len(lines) - max_lines} lines left out) ...",
+            *lines[-(max_lines - 40) :],
+        ]
     env = " ".join(f"{key}={value}" for key, value in sorted(run.env.items()))
     head = (
         f"===== {run.label}: rc={run.rc} wall={run.wall_s:.1f}s{' TIMED OUT' if run.timed_out else ''}\n"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 
@@ -21,7 +21,12 @@ def randn(*shape: int, dtype: torch.dtype, device: str, seed: int = 0, scale: fl
     return x.to(dtype)
 
 
-def tolerance(dtype: torch.dtype) -> dict[str, float]:
+class Tolerance(TypedDict):
+    rtol: float
+    atol: float
+
+
+def tolerance(dtype: torch.dtype) -> Tolerance:
     """rtol/atol for comparing two kernels that compute in fp32 and store in `dtype`: a rounding
     difference of one unit in the last place must pass."""
     if dtype in (torch.float16, torch.bfloat16):

@@ -27,4 +27,6 @@ def test_layer_norm(kernel_bench: Any, dtype: str, size: str) -> None:
     moved = 2 * x.numel() * x.element_size()
     tol = tolerance(x.dtype)
     bench_triton(kernel_bench, layer_norm, x, weight, bias, reference=torch_layer_norm, bytes=moved, **tol)
-    kernel_bench(torch_layer_norm, x, weight, bias, reference=torch_layer_norm, name="torch", bytes=moved, **tol)
+    kernel_bench(
+        torch_layer_norm, x, weight, bias, reference=torch_layer_norm, name="torch", bytes=moved, **tol
+    )

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import torch
 
-from studies.real_kernels.common import bench_triton, randn, tolerance
+from studies.real_kernels.common import Tolerance, bench_triton, randn, tolerance
 from studies.real_kernels.triton_kernels import matmul
 
 SHAPES = {
@@ -27,7 +27,7 @@ def test_matmul(kernel_bench: Any, size: str) -> None:
     a = randn(m, k, dtype=torch.float16, device=device, seed=4)
     b = randn(k, n, dtype=torch.float16, device=device, seed=5, scale=k**-0.5)
     flops = 2 * m * n * k
-    tol = {"rtol": 2e-2, "atol": 2e-2} if k > 1024 else tolerance(torch.float16)
+    tol = Tolerance(rtol=2e-2, atol=2e-2) if k > 1024 else tolerance(torch.float16)
     bench_triton(kernel_bench, matmul, a, b, reference=torch.matmul, flops=flops, **tol)
     if device == "cuda":
         kernel_bench(torch.matmul, a, b, reference=torch.matmul, name="cublas", flops=flops)
