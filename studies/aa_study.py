@@ -39,6 +39,7 @@ from studies.study_common import (
     markdown_table,
     median_ms,
     out_dir,
+    process_timeout,
     pytest_command,
     ratio_of,
     result_key,
@@ -79,6 +80,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 class Study:
+    def timeout(self) -> float:
+        return process_timeout(self.args, self.budget)
+
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.out = out_dir(args.out)
@@ -130,9 +134,7 @@ class Study:
             f"{self.args.pytest_args} {self.args.record_args}",
         )
         gpu = self.args.record_gpu
-        run = run_pytest(
-            "record", argv, gpu_env(gpu), self.args.process_timeout_s, json_path, junit, self.budget
-        )
+        run = run_pytest("record", argv, gpu_env(gpu), self.timeout(), json_path, junit, self.budget)
         self.log.write(short_stdout(run))
         results, _ = load_run(json_path)
         self.record = {
@@ -158,7 +160,7 @@ class Study:
             self.args.pytest_args,
         )
         run = run_pytest(
-            f"run_{index:03d}", argv, gpu_env(gpu), self.args.process_timeout_s, json_path, junit, self.budget
+            f"run_{index:03d}", argv, gpu_env(gpu), self.timeout(), json_path, junit, self.budget
         )
         self.log.write(short_stdout(run))
         results, _ = load_run(json_path)

@@ -40,6 +40,7 @@ from studies.study_common import (
     markdown_table,
     median_ms,
     out_dir,
+    process_timeout,
     pytest_command,
     result_key,
     run_pytest,
@@ -126,6 +127,9 @@ def schedule_options(schedule: str, suite: str) -> tuple[list[str], list[str], d
 
 
 class Study:
+    def timeout(self) -> float:
+        return process_timeout(self.args, self.budget)
+
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.out = out_dir(args.out)
@@ -163,7 +167,7 @@ class Study:
             [*options, mode, f"--kernelperf-json={json_path}", f"--junitxml={junit}", *self.options()],
             self.args.pytest_args,
         )
-        run = run_pytest(label, argv, env, self.args.process_timeout_s, json_path, junit, self.budget)
+        run = run_pytest(label, argv, env, self.timeout(), json_path, junit, self.budget)
         self.log.write(short_stdout(run))
         results, _ = load_run(json_path)
         worker_of = workers_from_output(run.stdout)

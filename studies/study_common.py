@@ -8,10 +8,12 @@ the GPU machine as they are.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -59,6 +61,13 @@ def common_arguments(parser: argparse.ArgumentParser, default_budget_s: float) -
         default=400.0,
         help="a pytest process running longer is killed and recorded as timed out (default %(default)s)",
     )
+    parser.add_argument(
+        "--grace-s",
+        type=float,
+        default=90.0,
+        help="a process may run this long past the budget before it is killed, so that the driver "
+        "ends within budget + grace (default %(default)s)",
+    )
 
 
 class Budget:
@@ -76,6 +85,12 @@ class Budget:
 
     def expired(self) -> bool:
         return self.left() <= 0
+
+
+def process_timeout(args: argparse.Namespace, budget: Budget) -> float:
+    """How long the next process may run: --process-timeout-s, cut to what is left of the budget
+    plus --grace-s."""
+    return float(max(1.0, min(args.process_timeout_s, budget.left() + args.grace_s)))
 
 
 class Log:
@@ -138,26 +153,27 @@ def run_pytest(
     for stale in [*(json_files(json_path) if json_path else []), *([junit_path] if junit_path else [])]:
         stale.unlink(missing_ok=True)  # a file left by an earlier study in the same folder
     t0 = time.monotonic()
+    # A session of its own, so that on a timeout the whole group (pytest-xdist workers too) is killed.
+    process = subprocess.Popen(
+        argv,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
     try:
-        done = subprocess.run(
-            argv,
-            cwd=REPO,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            timeout=max(timeout_s, 1.0),
-            check=False,
-        )
-        rc: int | None = done.returncode
-        stdout = done.stdout
+        stdout, _ = process.communicate(timeout=max(timeout_s, 1.0))
+        rc: int | None = process.returncode
         timed_out = False
-    except subprocess.TimeoutExpired as exc:
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        stdout, _ = process.communicate()
+        stdout = (stdout or "") + f"\n[killed after {timeout_s:.0f} s]\n"
         rc = None
-        raw = exc.stdout or b""
-        stdout = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
-        stdout += f"\n[killed after {timeout_s:.0f} s]\n"
         timed_out = True
     return ProcessRun(
         label=label,

@@ -38,6 +38,7 @@ from studies.study_common import (
     load_run,
     markdown_table,
     out_dir,
+    process_timeout,
     pytest_command,
     run_pytest,
     short_stdout,
@@ -125,6 +126,9 @@ def import_time(python: str, module: str, out: Path) -> dict[str, Any]:
 
 
 class Study:
+    def timeout(self) -> float:
+        return process_timeout(self.args, self.budget)
+
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.out = out_dir(args.out)
@@ -153,9 +157,7 @@ class Study:
             self.args.pytest_args,
         )  # fmt: skip
         env = {"KERNELPERF_STUDY_REPEAT": str(self.args.copies), "KERNELPERF_STUDY_ORDER": "forward"}
-        run = run_pytest(
-            label, argv, env, self.args.process_timeout_s, json_path if mode else None, None, self.budget
-        )
+        run = run_pytest(label, argv, env, self.timeout(), json_path if mode else None, None, self.budget)
         (self.folder / f"{label}.log").write_text(run.stdout)
         self.log.write(short_stdout(run, max_lines=80))
         results, _ = load_run(json_path if mode else None)
