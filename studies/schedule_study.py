@@ -73,8 +73,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--schedules",
-        default="n0,n2,reverse,alone",
-        help="comma-separated schedules to judge under (default %(default)s)",
+        default="alone,reverse,n0,n2",
+        help="comma-separated schedules to judge under, in this order (default %(default)s: the short "
+        "single-test processes first, so that a tight budget still gets them)",
     )
     parser.add_argument(
         "--alone",
