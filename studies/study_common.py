@@ -257,11 +257,15 @@ def junit_outcomes(path: Path | None) -> dict[str, dict[str, str]]:
         for child in case:
             if child.tag in ("failure", "error", "skipped"):
                 outcome = {"failure": "failed", "error": "error", "skipped": "skipped"}[child.tag]
-                message = child.get("message") or (child.text or "")
+                # The element text holds the whole report (the plugin's message attribute is cut
+                # to a few lines); for an error it is the traceback, whose end matters most.
+                message = (child.text or "").strip() or child.get("message") or ""
+                if len(message) > 4000:
+                    message = message[:1500] + "\n...\n" + message[-2500:]
                 break
         if nodeid in found and found[nodeid]["outcome"] != "passed":
             continue  # keep a call failure over a passing teardown
-        found[nodeid] = {"outcome": outcome, "message": message[:4000]}
+        found[nodeid] = {"outcome": outcome, "message": message}
     return found
 
 

@@ -189,7 +189,9 @@ class Study:
             "timed_out": run.timed_out,
             "tests": sum(1 for phases in times.values() if "call" in phases),
             "sum_of_test_durations_s": round(tests_time, 2),
-            "outside_tests_s": round(run.wall_s - tests_time / max(1, int(workers)), 2),
+            # Wall time not explained by test durations shared evenly over the workers: start-up,
+            # collection, worker start, teardown of the session.
+            "wall_minus_test_time_per_worker_s": round(run.wall_s - tests_time / max(1, int(workers)), 2),
             "verdicts": verdict_counts(results),
             "per_worker": {
                 worker: {key: round(value, 2) for key, value in sorted(entry.items())}
