@@ -57,7 +57,7 @@ from studies.study_common import (
 # dynamic-shape one in a full run, a static one alone), the smallest Triton and cuBLAS measurements.
 DEFAULT_ALONE = [
     "studies/real_kernels/test_rk_compiled.py::test_compiled_rmsnorm[bf16-large]",
-    "studies/real_kernels/test_rk_compiled.py::test_compiled_softmax[fp32-large]",
+    "studies/real_kernels/test_rk_compiled.py::test_compiled_softmax[bf16-large]",
     "studies/real_kernels/test_rk_matmul.py::test_matmul[small]",
     "studies/real_kernels/test_rk_vector_add.py::test_vector_add[fp32-small]",
 ]

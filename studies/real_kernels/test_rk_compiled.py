@@ -50,8 +50,8 @@ SHAPES = {
     "cpu": {"small": (8, 32), "mid": (16, 48), "large": (24, 64)},
 }
 RMS_CASES = [("fp16", "small"), ("fp16", "large"), ("bf16", "small"), ("bf16", "large")]
-LN_CASES = [("fp16", "mid"), ("fp16", "large")]
-SOFTMAX_CASES = [("fp32", "small"), ("fp32", "large")]
+LN_CASES = [("fp16", "mid"), ("bf16", "large")]
+SOFTMAX_CASES = [("fp32", "small"), ("bf16", "large")]
 
 
 def shape_of(kernel_bench: Any, size: str) -> tuple[int, int]:
