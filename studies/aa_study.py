@@ -180,6 +180,9 @@ class Study:
             "verdicts": verdict_counts(results),
             "slower": slower,
             "failed_tests": failed,
+            "properties": {
+                nodeid: o["properties"] for nodeid, o in sorted(outcomes.items()) if o["properties"]
+            },
             "pytest": run.summary_line(),
         }
         with self.lock:
@@ -241,6 +244,12 @@ class Study:
                     slower_detail[key].append(
                         {"run": index, "ratio": comparison.get("ratio"), "p_value": comparison.get("p_value")}
                     )
+        # Recorded test properties (the matmul's autotuned config, ...) over the runs: value -> runs.
+        properties: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
+        for row in self.runs:
+            for nodeid, values in row.get("properties", {}).items():
+                for name, value in values.items():
+                    properties[nodeid][name][value] += 1
         judged = sum(count for counter in per_key.values() for v, count in counter.items() if v in JUDGED)
         slower = sum(counter["slower"] for counter in per_key.values())
         runs = sorted(self.runs, key=lambda row: int(row["run"]))
@@ -284,6 +293,10 @@ class Study:
                 }
                 for key in sorted(per_key)
             },
+            "properties": {
+                nodeid: {name: dict(counter.most_common()) for name, counter in sorted(values.items())}
+                for nodeid, values in sorted(properties.items())
+            },
             "runs": runs,
         }
         write_json(self.out / "aa_summary.json", document)
@@ -320,6 +333,14 @@ class Study:
         lines.append(
             markdown_table(["measurement", *verdicts, "ratio min", "ratio median", "ratio max"], rows)
         )
+        if document["properties"]:
+            lines.append("\n## Test properties over the runs (value: runs)\n")
+            rows = [
+                [nodeid, name, "; ".join(f"{value}: {count}" for value, count in counts.items())]
+                for nodeid, values in document["properties"].items()
+                for name, counts in values.items()
+            ]
+            lines.append(markdown_table(["test", "property", "values"], rows))
         lines.append("\n## Per process\n")
         rows = [
             [

@@ -194,6 +194,7 @@ class Study:
                     "worker": worker_of.get(str(result.get("nodeid")), "main"),
                     "notes": result.get("notes"),
                     "test_outcome": outcome.get("outcome"),
+                    "properties": outcome.get("properties", {}),
                     "failure": outcome.get("message", "") if outcome.get("outcome") != "passed" else "",
                 }
             )
@@ -209,6 +210,9 @@ class Study:
             "tests_per_worker": {worker: len(ids) for worker, ids in sorted(workers.items())}
             or {"main": len(outcomes)},
             "worker_of": worker_of,
+            "properties": {
+                nodeid: o["properties"] for nodeid, o in sorted(outcomes.items()) if o["properties"]
+            },
             "not_same": unusual,
             "failed_tests": {nodeid: o["message"][:2000] for nodeid, o in sorted(failed.items())},
             "pytest": run.summary_line(),

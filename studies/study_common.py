@@ -241,9 +241,10 @@ def result_key(result: Mapping[str, Any]) -> str:
     return f"{result.get('nodeid')}::{name}" if name else str(result.get("nodeid"))
 
 
-def junit_outcomes(path: Path | None) -> dict[str, dict[str, str]]:
-    """Per node id: outcome (passed, failed, error, skipped) and the failure message, from JUnit XML."""
-    found: dict[str, dict[str, str]] = {}
+def junit_outcomes(path: Path | None) -> dict[str, dict[str, Any]]:
+    """Per node id, from JUnit XML: outcome (passed, failed, error, skipped), the failure message,
+    and the test's recorded properties (`record_property`: the matmul's autotuned config, ...)."""
+    found: dict[str, dict[str, Any]] = {}
     if path is None or not path.exists():
         return found
     try:
@@ -263,9 +264,15 @@ def junit_outcomes(path: Path | None) -> dict[str, dict[str, str]]:
                 if len(message) > 4000:
                     message = message[:1500] + "\n...\n" + message[-2500:]
                 break
+        # The test's own properties; the plugin's (`kernelperf.*`: verdicts, medians) are in the run JSON.
+        properties = {
+            name: prop.get("value", "")
+            for prop in case.iter("property")
+            if (name := prop.get("name", "")) and not name.startswith("kernelperf.")
+        }
         if nodeid in found and found[nodeid]["outcome"] != "passed":
             continue  # keep a call failure over a passing teardown
-        found[nodeid] = {"outcome": outcome, "message": message}
+        found[nodeid] = {"outcome": outcome, "message": message, "properties": properties}
     return found
 
 

@@ -54,6 +54,18 @@ LN_CASES = [("fp16", "mid"), ("bf16", "large")]
 SOFTMAX_CASES = [("fp32", "small"), ("bf16", "large")]
 
 
+def record_graphs(record_property: Any) -> None:
+    """Keep in the JUnit XML how many graphs Dynamo has compiled in this process so far (a private
+    counter of torch._dynamo; "unknown" if it moved): the history that decides the kernel."""
+    try:
+        from torch._dynamo.utils import counters
+
+        graphs: object = counters["stats"]["unique_graphs"]
+    except Exception:
+        graphs = "unknown"
+    record_property("dynamo_graphs_so_far", str(graphs))
+
+
 def shape_of(kernel_bench: Any, size: str) -> tuple[int, int]:
     device = kernel_bench.device
     if device != "cuda" and os.environ.get("KERNELPERF_STUDY_CPU_COMPILE") != "1":
@@ -69,7 +81,7 @@ def ids(cases: list[tuple[str, str]]) -> list[str]:
 
 
 @pytest.mark.parametrize(("dtype", "size"), RMS_CASES, ids=ids(RMS_CASES))
-def test_compiled_rmsnorm(kernel_bench: Any, dtype: str, size: str) -> None:
+def test_compiled_rmsnorm(kernel_bench: Any, record_property: Any, dtype: str, size: str) -> None:
     rows, cols = shape_of(kernel_bench, size)
     device = kernel_bench.device
     x = randn(rows, cols, dtype=DTYPES[dtype], device=device, seed=9)
@@ -78,10 +90,11 @@ def test_compiled_rmsnorm(kernel_bench: Any, dtype: str, size: str) -> None:
     tol = tolerance(x.dtype)
     kernel_bench(compiled_rmsnorm, x, weight, reference=rmsnorm, name="compiled", bytes=moved, **tol)
     kernel_bench(rmsnorm, x, weight, reference=rmsnorm, name="eager", bytes=moved, **tol)
+    record_graphs(record_property)
 
 
 @pytest.mark.parametrize(("dtype", "size"), LN_CASES, ids=ids(LN_CASES))
-def test_compiled_layer_norm(kernel_bench: Any, dtype: str, size: str) -> None:
+def test_compiled_layer_norm(kernel_bench: Any, record_property: Any, dtype: str, size: str) -> None:
     rows, cols = shape_of(kernel_bench, size)
     device = kernel_bench.device
     x = randn(rows, cols, dtype=DTYPES[dtype], device=device, seed=11)
@@ -92,12 +105,14 @@ def test_compiled_layer_norm(kernel_bench: Any, dtype: str, size: str) -> None:
         compiled_layer_norm, x, weight, bias, reference=layer_norm, name="compiled", bytes=moved,
         **tolerance(x.dtype),
     )  # fmt: skip
+    record_graphs(record_property)
 
 
 @pytest.mark.parametrize(("dtype", "size"), SOFTMAX_CASES, ids=ids(SOFTMAX_CASES))
-def test_compiled_softmax(kernel_bench: Any, dtype: str, size: str) -> None:
+def test_compiled_softmax(kernel_bench: Any, record_property: Any, dtype: str, size: str) -> None:
     rows, cols = shape_of(kernel_bench, size)
     device = kernel_bench.device
     x = randn(rows, cols, dtype=DTYPES[dtype], device=device, seed=14, scale=4.0)
     moved = 2 * x.numel() * x.element_size()
     kernel_bench(compiled_softmax, x, reference=softmax, name="compiled", bytes=moved, **tolerance(x.dtype))
+    record_graphs(record_property)

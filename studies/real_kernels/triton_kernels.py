@@ -163,6 +163,15 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return c
 
 
+def autotuned_config() -> str:
+    """The config the matmul's autotuner used for its last call, e.g. `BM=128 BN=256 BK=64 GROUP=8 w8 s3`."""
+    config = getattr(_matmul_kernel, "best_config", None)
+    if config is None:
+        return "none"
+    sizes = " ".join(f"{key}={value}" for key, value in sorted(config.kwargs.items()))
+    return f"{sizes} w{config.num_warps} s{config.num_stages}"
+
+
 # --- layer norm, forward ------------------------------------------------------------------------
 
 
