@@ -11,7 +11,8 @@ generated code depends on the shapes the process saw before, are the expected ca
     OUT=out python3 studies/schedule_study.py --record-schedule n0 --schedules n0,n2,reverse --repeat 2
 
 Schedules: n0, nK (K workers, e.g. n2), reverse (one process), shuffle:SEED (one process),
-alone (one process per test of --alone), alone:NODEID_OR_K_EXPRESSION (that one).
+alone (one process per test of --alone), alone:NODEID_OR_K_EXPRESSION (that one; a -k of its own in
+--pytest-args would replace the expression, as pytest keeps the last -k).
 
 Writes under $OUT (default ./out): schedule/record.json, schedule/<schedule>_rNN.json and .xml,
 schedule/baselines/, schedule/pytest.log, schedule_summary.json and schedule_summary.md (rewritten
