@@ -307,7 +307,12 @@ class KernelBench:
         )
         baseline = self._baseline(path, key)
         prefer = baseline.device_time.method if baseline else None
-        timer = self._hooks.make_timer(self.settings, device)
+        try:
+            timer: Timer | None = self._hooks.make_timer(self.settings, device)
+        except TimingError as exc:
+            timer, unusable = None, str(exc)
+        if timer is None:  # outside the except block: no chained traceback
+            self._hooks.fail(f"kernel_bench cannot time {self.nodeid}: {unusable} (--kernelperf-timer)")
         try:
             timing = timer.measure(Target(call, device, label=key.test, fn=fn), self.settings.plan(prefer))
         except TimingError as exc:

@@ -190,7 +190,8 @@ def kernel_bench(request: pytest.FixtureRequest) -> Any:
             request.node.nodeid, dict(marker.kwargs) if marker else None, device
         )
     except SettingsError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        problem = str(exc)
+    pytest.fail(problem, pytrace=False)  # outside the except block: no chained traceback
 
 
 @pytest.hookimpl(wrapper=True)

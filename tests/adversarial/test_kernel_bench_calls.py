@@ -228,3 +228,26 @@ def test_odd_reference_outputs_fail_cleanly(project: Project) -> None:
     out = result.stdout.str()
     assert "the reference returned str at output" in out
     assert "Traceback" not in out and "correctness.py" not in out
+
+
+UNUSABLE = """
+import pytest
+import torch
+
+@pytest.mark.kernelperf(threshold="fast")
+def test_bad_marker(kernel_bench):
+    kernel_bench(lambda x: x * 2, torch.ones(8))
+
+def test_cuda_timer_on_a_cpu(kernel_bench):
+    kernel_bench(lambda x: x * 2, torch.ones(8))
+"""
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA timer on a machine without CUDA")
+def test_unusable_settings_fail_cleanly_once(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_unusable=UNUSABLE)  # the real timers: no scripted conftest here
+    result = pytester.runpytest("-p", "no:cacheprovider", "--kernelperf", "--kernelperf-timer=cuda-event")
+    out = result.stdout.str()
+    assert out.count("threshold: expected a fraction such as 0.05") == 1
+    assert "During handling" not in out and "Traceback" not in out
+    assert "timer 'cuda-event' needs a CUDA device" in out and "(--kernelperf-timer)" in out
