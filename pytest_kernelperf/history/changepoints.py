@@ -15,12 +15,14 @@ commits apart, or one whose transition is spread over several runs, are reported
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .store import HistoryStore, Point, SeriesKey
+from .store import HistoryError, HistoryStore, Point, SeriesKey
 
 INSTALL_HINT = 'change points need Apache Otava: pip install "pytest-kernelperf[history]" (or apache-otava)'
 
@@ -38,7 +40,7 @@ class Params:
     window: int = 30
     min_magnitude: float = 0.005  # relative
     drift_gap: int = 10  # same-direction change points at most this many runs apart form a drift
-    ramp_share: float = 0.4  # a transition this spread out around a single change point is a drift
+    ramp_share: float = 0.5  # a transition this spread out around a single change point is a drift
 
     def key(self) -> str:
         return "otava:" + json.dumps(asdict(self), sort_keys=True)
@@ -55,7 +57,7 @@ Backend = Callable[[Sequence[float], Params], list[RawChange]]
 
 def otava_available() -> bool:
     try:
-        import otava.analysis  # noqa: F401
+        import otava.analysis  # type: ignore[import-not-found]  # noqa: F401
     except ImportError:
         return False
     return True
@@ -63,13 +65,16 @@ def otava_available() -> bool:
 
 def otava_backend(values: Sequence[float], params: Params) -> list[RawChange]:
     try:
-        from otava.analysis import compute_change_points
+        from otava.analysis import compute_change_points  # type: ignore[import-not-found]
     except ImportError as exc:
         raise ChangePointsUnavailable(str(exc)) from None
     if len(values) < 3:
         return []
     points, _ = compute_change_points(
-        list(values), window_len=params.window, max_pvalue=params.max_pvalue, min_magnitude=params.min_magnitude
+        list(values),
+        window_len=params.window,
+        max_pvalue=params.max_pvalue,
+        min_magnitude=params.min_magnitude,
     )
     return [RawChange(int(p.index), float(p.stats.pvalue)) for p in points]
 
@@ -249,7 +254,10 @@ def _ramp_share(values: Sequence[float], start: int, index: int, stop: int) -> f
 
 
 def change_points(
-    points: Sequence[Point], params: Params = Params(), raw: Sequence[RawChange] | None = None, backend: Backend | None = None
+    points: Sequence[Point],
+    params: Params = Params(),
+    raw: Sequence[RawChange] | None = None,
+    backend: Backend | None = None,
 ) -> list[ChangePoint]:
     """The change points of one series (points in run order), drifts merged into one entry each."""
     values = [p.value for p in points]
@@ -353,7 +361,7 @@ class SeriesReport:
 
     @property
     def status(self) -> str:
-        """"slower", "faster" (the latest change point's direction), or "steady"."""
+        """ "slower", "faster" (the latest change point's direction), or "steady"."""
         last = self.last_change
         if last is None:
             return "steady"
@@ -380,7 +388,11 @@ def analyse_store(
     if require and not available:
         raise ChangePointsUnavailable()
     run_backend = backend or otava_backend
-    cache_key = params.key() if backend is None else f"custom:{getattr(backend, '__name__', 'backend')}:{params.key()}"
+    cache_key = (
+        params.key()
+        if backend is None
+        else f"custom:{getattr(backend, '__name__', 'backend')}:{params.key()}"
+    )
     reports: list[SeriesReport] = []
     fresh: list[tuple[int, int, int, str, Any]] = []
     for sid, key in keys.items():
@@ -402,10 +414,8 @@ def analyse_store(
             reports.append(SeriesReport(sid, key, points, analysed=False))
             continue
         reports.append(SeriesReport(sid, key, points, change_points(points, params, raw=raw)))
-    try:
+    with contextlib.suppress(HistoryError, sqlite3.Error):  # a read-only or busy database: the cache can wait
         store.cache_analyses(fresh)
-    except Exception:  # noqa: BLE001 - a read-only database or a busy one: the cache is an optimisation
-        pass
     return reports
 
 

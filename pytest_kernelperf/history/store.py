@@ -304,7 +304,13 @@ def _measurements(run: Mapping[str, Any]) -> Iterator[tuple[SeriesKey, dict[str,
                         row["peak_gb_per_s"] = peak_gbps
                         row["peak_fraction"] = row["gb_per_s"] / peak_gbps
             name = result.get("name")
-            key = SeriesKey(result["nodeid"], name if isinstance(name, str) else "", device, str(result.get("cache") or ""), metric)
+            key = SeriesKey(
+                result["nodeid"],
+                name if isinstance(name, str) else "",
+                device,
+                str(result.get("cache") or ""),
+                metric,
+            )
             yield key, row
 
 
@@ -478,7 +484,9 @@ class HistoryStore:
                 record,
             )
             run_id = int(cursor.lastrowid or 0)
-            keys = sorted({key for key, _ in rows}, key=lambda k: (k.test, k.name, k.device, k.cache, k.metric))
+            keys = sorted(
+                {key for key, _ in rows}, key=lambda k: (k.test, k.name, k.device, k.cache, k.metric)
+            )
             db.executemany(
                 "INSERT OR IGNORE INTO series (test, name, device, cache, metric) VALUES (?, ?, ?, ?, ?)",
                 [(k.test, k.name, k.device, k.cache, k.metric) for k in keys],
@@ -526,7 +534,10 @@ class HistoryStore:
         return [dict(zip(keys, row, strict=True)) for row in rows]
 
     def series(self) -> dict[int, SeriesKey]:
-        rows = self.db.execute("SELECT id, test, name, device, cache, metric FROM series ORDER BY test, name, device, cache, metric")
+        rows = self.db.execute(
+            "SELECT id, test, name, device, cache, metric FROM series "
+            "ORDER BY test, name, device, cache, metric"
+        )
         return {int(row[0]): SeriesKey(*row[1:]) for row in rows}
 
     def find_series(
@@ -546,7 +557,8 @@ class HistoryStore:
         where = "" if series_id is None else "WHERE m.series_id = ?"
         args: tuple[Any, ...] = () if series_id is None else (series_id,)
         rows = self.db.execute(
-            "SELECT m.series_id, r.id, r.created, r.commit_sha, r.branch, m.median_ms, m.rounds_ms, m.verdict, "
+            "SELECT m.series_id, r.id, r.created, r.commit_sha, r.branch, m.median_ms, m.rounds_ms, "
+            "m.verdict, "
             "m.kernels, m.autotune, r.devices, s.device, m.reference_ratio, m.peak_fraction, m.artifacts "
             f"FROM measurements m JOIN runs r ON r.id = m.run_id JOIN series s ON s.id = m.series_id {where} "
             "ORDER BY m.series_id, r.created, r.id",
@@ -554,7 +566,23 @@ class HistoryStore:
         )
         out: dict[int, list[Point]] = {}
         env_cache: dict[tuple[str, str], Mapping[str, str]] = {}
-        for sid, rid, created, commit, branch, median, rounds, verdict, kernels, autotune, devices, device, ratio, peak, arts in rows:
+        for (
+            sid,
+            rid,
+            created,
+            commit,
+            branch,
+            median,
+            rounds,
+            verdict,
+            kernels,
+            autotune,
+            devices,
+            device,
+            ratio,
+            peak,
+            arts,
+        ) in rows:
             env = env_cache.get((devices, device))
             if env is None:
                 env = json.loads(devices).get(device, {})
@@ -585,7 +613,8 @@ class HistoryStore:
             "m.verdict, m.method, m.median_ms, m.ci_low_ms, m.ci_high_ms, m.n, m.rounds_ms, m.quantiles_ms, "
             "m.kernels, m.autotune, m.reference_ratio, m.reference_ms, m.bytes, m.gb_per_s, m.peak_gb_per_s, "
             "m.peak_fraction, m.artifacts FROM measurements m JOIN runs r ON r.id = m.run_id "
-            "JOIN series s ON s.id = m.series_id ORDER BY r.created, r.id, s.test, s.name, s.device, s.cache, s.metric"
+            "JOIN series s ON s.id = m.series_id "
+            "ORDER BY r.created, r.id, s.test, s.name, s.device, s.cache, s.metric"
         )
         names = [d[0] for d in cursor.description]
         names[0], names[2] = "run_id", "commit"
@@ -622,7 +651,8 @@ class HistoryStore:
 
         def action(db: sqlite3.Connection) -> None:
             db.executemany(
-                "INSERT OR REPLACE INTO analyses (series_id, last_run_id, runs, params, result) VALUES (?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO analyses (series_id, last_run_id, runs, params, result) "
+                "VALUES (?, ?, ?, ?, ?)",
                 [(s, last, n, params, _dumps(result)) for s, last, n, params, result in items],
             )
 

@@ -21,8 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic
 
 
-def otava_detector(max_pvalue: float, window: int, min_magnitude: float) -> Callable[[synthetic.History], list[int]]:
-    from otava.analysis import compute_change_points
+def otava_detector(
+    max_pvalue: float, window: int, min_magnitude: float
+) -> Callable[[synthetic.History], list[int]]:
+    from otava.analysis import compute_change_points  # type: ignore[import-not-found]
 
     def detect(history: synthetic.History) -> list[int]:
         points, _ = compute_change_points(
@@ -35,7 +37,9 @@ def otava_detector(max_pvalue: float, window: int, min_magnitude: float) -> Call
 
 def spa_detector(pvalue: float, permutations: int) -> Callable[[synthetic.History], list[int]]:
     import numpy as np
-    from signal_processing_algorithms.energy_statistics.energy_statistics import e_divisive
+    from signal_processing_algorithms.energy_statistics.energy_statistics import (  # type: ignore[import-not-found]
+        e_divisive,
+    )
 
     def detect(history: synthetic.History) -> list[int]:
         np.random.seed(0)  # its permutation test draws from numpy's global generator
@@ -48,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--series", type=int, default=40)
     args = parser.parse_args(argv)
-    candidates: list[tuple[str, Callable[[], Callable[[synthetic.History], list[int]]]]] = []
+    candidates: list[tuple[str, Callable[[synthetic.History], list[int]]]] = []
     for name, make in (
         ("otava p=0.001 window=30 min 0.5%", lambda: otava_detector(0.001, 30, 0.005)),
         ("otava p=0.001 window=50", lambda: otava_detector(0.001, 50, 0.0)),
@@ -57,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("spa p=0.01 perm=100", lambda: spa_detector(0.01, 100)),
     ):
         try:
-            candidates.append((name, make()))  # type: ignore[arg-type]
+            candidates.append((name, make()))
         except ImportError:
             continue
     rows = []
