@@ -87,18 +87,22 @@ def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProc
 def run_pytest(
     worktree: Path, pytest_args: Sequence[str], json_path: Path, log: Path
 ) -> dict[str, Any] | None:
-    """Time the checkout in a fresh process; its run file's JSON, or None when none was written."""
+    """Time the checkout in a fresh process; its run file's JSON, or None when none was written.
+
+    The artefacts folder is shared by all commits (beside the log), so that the device's copy
+    bandwidth is measured once per bisection; PYTEST_ARGS come last and may override it."""
     json_path.unlink(missing_ok=True)
     command = [
         sys.executable,
         "-m",
         "pytest",
-        *pytest_args,
         "--kernelperf",
         f"--kernelperf-json={json_path}",
+        f"--kernelperf-artifacts={log.parent / 'artifacts'}",
         "-p",
         "no:cacheprovider",
         "-q",
+        *pytest_args,
     ]
     with log.open("a", encoding="utf-8") as out:
         out.write(f"$ (cd {worktree} && {' '.join(command)})\n")

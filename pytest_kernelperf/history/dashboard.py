@@ -154,11 +154,21 @@ h2 { font-size: 16px; margin: 26px 0 8px; }
 .arts { font-size: 12px; margin-top: 4px; }
 #tip { position: fixed; pointer-events: none; background: #fff; border: 1px solid var(--line); border-radius: 6px;
        padding: 6px 8px; font-size: 12px; box-shadow: 0 3px 12px rgba(0,0,0,.12); display: none; max-width: 420px; }
+.legend { margin-top: 4px; }
+.legend .k { display: inline-block; width: 18px; height: 0; margin: 0 5px 3px 10px; vertical-align: middle; border-top: 2px solid var(--blue); }
+.legend .k:first-child { margin-left: 0; }
+.legend .dot { width: 6px; height: 6px; border: 0; border-radius: 3px; background: #8c959f; }
+.legend .dash { border-top: 1px dashed var(--fg); }
+.legend .slow { width: 0; height: 12px; border-top: 0; border-left: 2px solid var(--slow); }
+.legend .fast { width: 0; height: 12px; border-top: 0; border-left: 2px solid var(--fast); }
 .empty { color: var(--muted); padding: 10px 0; }
 </style>
 </head>
 <body>
-<header><h1>__TITLE__</h1><div class="sub">__SUMMARY__</div></header>
+<header><h1>__TITLE__</h1><div class="sub">__SUMMARY__</div>
+<div class="sub legend"><span class="k dot"></span>rounds of a run <span class="k line"></span>mean of its rounds
+<span class="k dash"></span>level between change points <span class="k slow"></span>slower <span class="k fast"></span>faster
+(hover a marker or a run for details)</div></header>
 <main>
 <div class="filters">
   <label>Device <select id="f-device"><option value="">all</option></select></label>
@@ -282,7 +292,8 @@ function draw(card) {
   const ticks = Math.min(n, 6);
   for (let k = 0; k < ticks; k++) {
     const i = Math.round(k * (n - 1) / Math.max(ticks - 1, 1));
-    el("text", { class: "axis", x: X(i), y: H - 6, "text-anchor": "middle" }, svg).textContent = s.c[i];
+    const anchor = k === 0 && ticks > 1 ? "start" : k === ticks - 1 && ticks > 1 ? "end" : "middle";
+    el("text", { class: "axis", x: X(i), y: H - 6, "text-anchor": anchor }, svg).textContent = s.c[i];
   }
   // drift spans, segment levels, change point markers
   const bounds = [0, ...s.cp.map((c) => c.i), n];

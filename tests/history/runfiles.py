@@ -40,7 +40,7 @@ def result(
     out: dict[str, Any] = {
         "nodeid": nodeid,
         "name": name,
-        "module": nodeid.split("::")[0],
+        "module": nodeid.split("::", maxsplit=1)[0],
         "test_id": nodeid.split("::", 1)[-1] + (f"::{name}" if name else ""),
         "device": device,
         "cache": cache,
@@ -78,7 +78,9 @@ def result(
             "host_latency": None,
             "kernels": None
             if kernels is None
-            else [{"name": k, "launches": 1, "share": 1.0, "ms": median_ms, "code": code} for k, code in kernels],
+            else [
+                {"name": k, "launches": 1, "share": 1.0, "ms": median_ms, "code": code} for k, code in kernels
+            ],
         },
         "notes": [],
         "artifacts": list(artifacts),
@@ -106,7 +108,8 @@ def run(
         "settings": {"threshold": 0.05, "alpha": 0.01, "cache": "hot"},
         "environment": {"python": "3.11.2", "platform": "Linux", "pytest": "8.4.0"},
         "devices": [
-            {"kind": "cuda", "name": d, "index": 0, "environment": dict(device_env or DEVICE_ENV)} for d in devices
+            {"kind": "cuda", "name": d, "index": 0, "environment": dict(device_env or DEVICE_ENV)}
+            for d in devices
         ],
         "peaks": {
             d: {"device": d, "gb_per_s": gbps, "bytes": 1 << 30, "method": "copy", "measured": created}
