@@ -16,6 +16,7 @@ commits apart, or one whose transition is spread over several runs, are reported
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -56,11 +57,8 @@ Backend = Callable[[Sequence[float], Params], list[RawChange]]
 
 
 def otava_available() -> bool:
-    try:
-        import otava.analysis  # type: ignore[import-not-found]  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether Otava is installed (without importing it: that takes seconds, for scipy.stats)."""
+    return importlib.util.find_spec("otava") is not None
 
 
 def otava_backend(values: Sequence[float], params: Params) -> list[RawChange]:
@@ -128,10 +126,11 @@ class Attribution:
 
 
 def _inventory(point: Point) -> dict[str, set[str | None]] | None:
-    if point.kernels is None:
+    kernels = point.inventory()
+    if kernels is None:
         return None
     out: dict[str, set[str | None]] = {}
-    for kernel in point.kernels:
+    for kernel in kernels:
         if isinstance(kernel, Mapping) and isinstance(kernel.get("name"), str):
             code = kernel.get("code")
             out.setdefault(kernel["name"], set()).add(code if isinstance(code, str) else None)

@@ -129,7 +129,7 @@ class SeriesKey:
         return f"{self.test}{name} {self.device} {self.cache} {self.metric}"
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a history holds many, and frozen ones are slower to make
 class Point:
     """One run's measurement of a series, with what attribution needs from its run."""
 
@@ -140,12 +140,18 @@ class Point:
     median_ms: float
     rounds_ms: tuple[float, ...]
     verdict: str | None = None
-    kernels: tuple[Mapping[str, Any], ...] | None = None
+    kernels: tuple[Mapping[str, Any], ...] | str | None = None  # a JSON string: decoded by inventory()
     autotune: Mapping[str, Any] | None = None
     environment: Mapping[str, str] = field(default_factory=dict)
     reference_ratio: float | None = None
     peak_fraction: float | None = None
     artifacts: tuple[str, ...] = ()
+
+    def inventory(self) -> tuple[Mapping[str, Any], ...] | None:
+        """The kernel inventory (name, launches, share, ms, code per kernel), None when not recorded."""
+        if isinstance(self.kernels, str):
+            return tuple(json.loads(self.kernels))
+        return self.kernels
 
     @property
     def value(self) -> float:
@@ -554,54 +560,47 @@ class HistoryStore:
 
     def points(self, series_id: int | None = None) -> dict[int, list[Point]]:
         """Series id -> its points in run order (created time, then ingestion); all series by default."""
+        runs: dict[int, tuple[str, str | None, str | None, dict[str, dict[str, str]]]] = {
+            int(rid): (created, commit, branch, json.loads(devices))
+            for rid, created, commit, branch, devices in self.db.execute(
+                "SELECT id, created, commit_sha, branch, devices FROM runs"
+            )
+        }
         where = "" if series_id is None else "WHERE m.series_id = ?"
         args: tuple[Any, ...] = () if series_id is None else (series_id,)
         rows = self.db.execute(
-            "SELECT m.series_id, r.id, r.created, r.commit_sha, r.branch, m.median_ms, m.rounds_ms, "
-            "m.verdict, "
-            "m.kernels, m.autotune, r.devices, s.device, m.reference_ratio, m.peak_fraction, m.artifacts "
-            f"FROM measurements m JOIN runs r ON r.id = m.run_id JOIN series s ON s.id = m.series_id {where} "
+            "SELECT m.series_id, m.run_id, s.device, m.median_ms, m.rounds_ms, m.verdict, m.kernels, "
+            "m.autotune, m.reference_ratio, m.peak_fraction, m.artifacts FROM measurements m "
+            f"JOIN runs r ON r.id = m.run_id JOIN series s ON s.id = m.series_id {where} "
             "ORDER BY m.series_id, r.created, r.id",
             args,
         )
         out: dict[int, list[Point]] = {}
-        env_cache: dict[tuple[str, str], Mapping[str, str]] = {}
-        for (
-            sid,
-            rid,
-            created,
-            commit,
-            branch,
-            median,
-            rounds,
-            verdict,
-            kernels,
-            autotune,
-            devices,
-            device,
-            ratio,
-            peak,
-            arts,
-        ) in rows:
-            env = env_cache.get((devices, device))
-            if env is None:
-                env = json.loads(devices).get(device, {})
-                env_cache[(devices, device)] = env
-            out.setdefault(int(sid), []).append(
+        decoded: dict[str, Any] = {}  # kernels, autotune and artefacts repeat from run to run
+
+        def decode(text: str) -> Any:
+            value = decoded.get(text)
+            if value is None:
+                value = decoded[text] = json.loads(text)
+            return value
+
+        for sid, rid, device, median, rounds, verdict, kernels, autotune, ratio, peak, arts in rows:
+            created, commit, branch, devices = runs[rid]
+            out.setdefault(sid, []).append(
                 Point(
-                    run_id=int(rid),
+                    run_id=rid,
                     created=created,
                     commit=commit,
                     branch=branch,
-                    median_ms=float(median),
-                    rounds_ms=tuple(json.loads(rounds)),
+                    median_ms=median,
+                    rounds_ms=_float_list(rounds),
                     verdict=verdict,
-                    kernels=None if kernels is None else tuple(json.loads(kernels)),
-                    autotune=None if autotune is None else json.loads(autotune),
-                    environment=env,
+                    kernels=kernels,
+                    autotune=None if autotune is None else decode(autotune),
+                    environment=devices.get(device, _NO_ENV),
                     reference_ratio=ratio,
                     peak_fraction=peak,
-                    artifacts=tuple(json.loads(arts)),
+                    artifacts=tuple(decode(arts)),
                 )
             )
         return out
@@ -679,6 +678,15 @@ class HistoryStore:
             return len(doomed)
 
         return self._write(action, "pruning")
+
+
+_NO_ENV: dict[str, str] = {}
+
+
+def _float_list(text: str) -> tuple[float, ...]:
+    """A JSON list of numbers as this module writes it, read faster than json.loads."""
+    inner = text[1:-1]
+    return tuple(map(float, inner.split(","))) if inner else ()
 
 
 _ROW_FIELDS = (
