@@ -296,14 +296,18 @@ function draw(card) {
     el("text", { class: "axis", x: X(i), y: H - 6, "text-anchor": anchor }, svg).textContent = s.c[i];
   }
   // drift spans, segment levels, change point markers
-  const bounds = [0, ...s.cp.map((c) => c.i), n];
   for (const cp of s.cp) if (cp.kind === "drift" && cp.from < cp.i)
     el("rect", { class: "span", x: X(cp.from - 0.5), width: X(cp.i - 0.5) - X(cp.from - 0.5), y: T, height: H - T - B, fill: cp.slow ? "#cf222e" : "#1a7f37" }, svg);
-  for (let b = 0; b + 1 < bounds.length; b++) {
-    const seg = s.v.slice(bounds[b], bounds[b + 1]);
-    if (!seg.length || !s.cp.length) continue;
-    const m = seg.reduce((a, x) => a + x, 0) / seg.length;
-    el("line", { class: "level", x1: X(bounds[b]), x2: X(bounds[b + 1] - 1), y1: Y(m), y2: Y(m) }, svg);
+  // levels between change points (a drift's ramp belongs to neither side)
+  const segments = [];
+  let start = 0;
+  for (const cp of s.cp) { segments.push([start, cp.from]); start = cp.i; }
+  segments.push([start, n]);
+  for (const [a, b] of s.cp.length ? segments : []) {
+    const seg = s.v.slice(a, b);
+    if (!seg.length) continue;
+    const m = seg.reduce((acc, x) => acc + x, 0) / seg.length;
+    el("line", { class: "level", x1: X(a), x2: X(b - 1), y1: Y(m), y2: Y(m) }, svg);
   }
   let d = "";
   s.r.forEach((rs, i) => { for (const x of rs) d += "M" + X(i).toFixed(1) + " " + Y(x).toFixed(1) + "h0"; });
@@ -319,9 +323,10 @@ function draw(card) {
   const cursor = el("line", { class: "cursor", y1: T, y2: H - B, visibility: "hidden" }, svg);
   svg.addEventListener("mousemove", (ev) => {
     const box = svg.getBoundingClientRect(), x = (ev.clientX - box.left) * W / box.width;
-    const i = Math.max(0, Math.min(n - 1, Math.round((x - L) / ((W - L - R) / Math.max(n - 1, 1)))));
+    const at = (x - L) / ((W - L - R) / Math.max(n - 1, 1));
+    const i = Math.max(0, Math.min(n - 1, Math.round(at)));
     cursor.setAttribute("x1", X(i)); cursor.setAttribute("x2", X(i)); cursor.setAttribute("visibility", "visible");
-    const cp = s.cp.find((c) => c.i === i);
+    const cp = s.cp.find((c) => Math.abs(at - (c.i - 0.5)) <= 0.6);
     tip.innerHTML = "";
     const lines = [s.c[i] + " \\u00b7 " + s.t[i], "mean of rounds " + fmtMs(s.v[i]) + " (" + s.r[i].length + " rounds)"];
     if (cp) lines.push(cp.text);
