@@ -129,7 +129,7 @@ def judge_main(argv: Sequence[str]) -> int:
     args.runs.mkdir(parents=True, exist_ok=True)
     candidate = run_pytest(worktree, pytest_args, args.runs / f"{commit}.json", args.runs / "pytest.log")
     if candidate is None:
-        print(f"{commit[:10]}: pytest wrote no run file: skipped")
+        print(f"{commit[:10]}: skipped (pytest wrote no run file)")
         return SKIP
     status, lines = judge(json.loads(args.good.read_text(encoding="utf-8")), candidate, args.threshold)
     verdict = {0: "good", 1: "bad"}.get(status, "skipped")
@@ -240,9 +240,14 @@ def bisect(
             check=False,
         )
         log = done.stdout + done.stderr
+        judged = False  # the judge's lines: its verdict, then its indented details
         for line in log.splitlines():
-            if re.match(r"^[0-9a-f]{10}: (good|bad|skipped)$", line) or line.startswith("  "):
-                print(line, file=out)
+            if re.match(r"^[0-9a-f]{10}: (good|bad|skipped)", line):
+                judged = True
+            elif not (judged and line.startswith("  ")):
+                judged = False
+                continue
+            print(line, file=out)
         found = re.search(r"^([0-9a-f]{40}) is the first bad commit", log, re.M)
         if found is None:
             if "only skipped commits" in log:

@@ -30,7 +30,7 @@ def otava_detector(
         points, _ = compute_change_points(
             history.means, window_len=window, max_pvalue=max_pvalue, min_magnitude=min_magnitude
         )
-        return [p.index for p in points]
+        return [int(p.index) for p in points]
 
     return detect
 
@@ -43,7 +43,9 @@ def spa_detector(pvalue: float, permutations: int) -> Callable[[synthetic.Histor
 
     def detect(history: synthetic.History) -> list[int]:
         np.random.seed(0)  # its permutation test draws from numpy's global generator
-        return sorted(e_divisive(np.array(history.means), pvalue=pvalue, permutations=permutations))
+        return sorted(
+            int(i) for i in e_divisive(np.array(history.means), pvalue=pvalue, permutations=permutations)
+        )
 
     return detect
 

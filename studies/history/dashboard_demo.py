@@ -43,7 +43,7 @@ def series_ms(test: str, i: int, device: str) -> float:
     return 0.0087
 
 
-def make_run(i: int, commit_rng: random.Random, rng: random.Random) -> dict[str, Any]:
+def make_run(i: int, rng: random.Random) -> dict[str, Any]:
     triton = "3.6.0" if i < 12 else "3.7.0"
     results = []
     for device in (rf.H200, A100):
@@ -54,7 +54,8 @@ def make_run(i: int, commit_rng: random.Random, rng: random.Random) -> dict[str,
             rounds = [ms * (1 + rng.gauss(0, rsd)) for _ in range(3)]
             name = test.split("[")[0]
             code = {"gelu": "3f2a1c09" if i < 34 else "9be471d2"}.get(name, f"{name}00aa")
-            autotune = {"BLOCK_SIZE": 1024 if i < 45 else 2048, "num_warps": 4} if name == "layernorm" else None
+            block = 1024 if i < 45 else 2048
+            autotune = {"BLOCK_SIZE": block, "num_warps": 4} if name == "layernorm" else None
             results.append(
                 rf.result(
                     f"tests/test_kernels.py::test_{name}",
@@ -86,12 +87,13 @@ def main() -> int:
     with HistoryStore(db) as store:
         for i in range(COMMITS):
             commit = "".join(commit_rng.choice("0123456789abcdef") for _ in range(40))
-            store.append_run(make_run(i, commit_rng, rng), commit=commit, branch="main")
+            store.append_run(make_run(i, rng), commit=commit, branch="main")
     text = io.StringIO()
     cli.main(["history", "--db", str(db), "show"], out=text)
     print(text.getvalue())
     page = out / "history.html"
-    cli.main(["history", "--db", str(db), "report", "--html", str(page), "--title", "kernelperf history: demo"])
+    title = "kernelperf history: demo"
+    cli.main(["history", "--db", str(db), "report", "--html", str(page), "--title", title])
     if args.screenshot is None:
         return 0
     sys.path.insert(0, str(ROOT / "tests" / "history"))

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import argparse
-import json
+import io
 import random
 import statistics
 import subprocess
@@ -78,13 +78,14 @@ def main() -> int:
 
     # 1. ingest of one large run
     big = [make_run(i, args.results, rng) for i in range(3)]
-    times = []
+    times: list[float] = []
     with HistoryStore(out / "ingest.sqlite") as store:
         for run in big:
             start = time.perf_counter()
             store.append_run(run, commit=f"{len(times):040x}")
             times.append(time.perf_counter() - start)
-    print(f"ingest of a run with {args.results} results: median {statistics.median(times):.3f} s of {len(times)}")
+    median = statistics.median(times)
+    print(f"ingest of a run with {args.results} results: median {median:.3f} s of {len(times)}")
 
     # 2. a large history
     db = out / "history.sqlite"
@@ -97,6 +98,14 @@ def main() -> int:
     cold, text = cli(db, "show")
     warm, _ = cli(db, "show")
     print(f"`history show` (a fresh process): first {cold:.2f} s (detects and caches), then {warm:.2f} s")
+    from pytest_kernelperf.history import cli as history_cli
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    history_cli.main(["history", "--db", str(db), "show"], out=io.StringIO())
+    print(
+        f"`history show` in this process (cached): {time.perf_counter() - wall:.2f} s, "
+        f"of which CPU {time.process_time() - cpu:.2f} s"
+    )
     print("\n".join(text.splitlines()[:4]))
 
     # 3. the dashboard
@@ -119,14 +128,16 @@ def main() -> int:
             browser.wait_ready(driver, 60)
             loads.append(time.perf_counter() - start)
         nav = driver.execute_script(
-            "const t = performance.getEntriesByType('navigation')[0]; return [t.domContentLoadedEventEnd, t.loadEventEnd];"
+            "const t = performance.getEntriesByType('navigation')[0];"
+            " return [t.domContentLoadedEventEnd, t.loadEventEnd];"
         )
         errors = browser.console_errors(driver)
     finally:
         driver.quit()
     print(
         f"dashboard load in headless Chromium: median {statistics.median(loads):.2f} s of 3 "
-        f"(navigation timing of the last: DOMContentLoaded {nav[0] / 1000:.2f} s, load {nav[1] / 1000:.2f} s); "
+        f"(navigation timing of the last: DOMContentLoaded {nav[0] / 1000:.2f} s, "
+        f"load {nav[1] / 1000:.2f} s); "
         f"console errors: {len(errors)}"
     )
     print(f"files in {out}")

@@ -96,7 +96,7 @@ class Score:
         (first index, last index, "step" or "drift") for detectors that report drifts as one."""
         self.series += 1
         self.commits += len(history.rounds)
-        spans = [(d, d, "") if isinstance(d, int) else d for d in detected]
+        spans = [d if isinstance(d, tuple) else (int(d), int(d), "") for d in detected]
         claimed: set[int] = set()
         for event in history.events:
             lo, hi = event.index - tolerance, event.index + event.length - 1 + tolerance
