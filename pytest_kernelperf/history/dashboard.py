@@ -65,6 +65,7 @@ def series_data(report: SeriesReport, base: Path | None = None) -> dict[str, Any
         "last": None if last is None else round(last.change_pct, 3),
         "lastAt": None if last is None else (short(last.commit) if last.commit else f"run {last.run_id}"),
         "latest": _sig(report.latest.median_ms),
+        "verdict": report.latest.verdict or "",
         "v": [_sig(p.value) for p in points],
         "r": [[_sig(x, 5) for x in p.rounds_ms] for p in points],
         "c": [short(p.commit) if p.commit else f"run {p.run_id}" for p in points],
@@ -114,7 +115,7 @@ body { margin: 0; font: 14px/1.45 -apple-system, "Segoe UI", Helvetica, Arial, s
 header { padding: 18px 28px 10px; border-bottom: 1px solid var(--line); background: var(--bg); }
 h1 { font-size: 20px; margin: 0 0 2px; }
 .sub { color: var(--muted); font-size: 13px; }
-main { padding: 14px 28px 40px; max-width: 1180px; }
+main { padding: 14px 28px 40px; max-width: 1240px; }
 .filters { display: flex; gap: 14px; align-items: center; flex-wrap: wrap; margin: 6px 0 12px; }
 .filters label { color: var(--muted); font-size: 13px; }
 .filters input, .filters select { font: inherit; padding: 4px 8px; border: 1px solid var(--line); border-radius: 6px; }
@@ -181,7 +182,7 @@ h2 { font-size: 16px; margin: 26px 0 8px; }
 <th data-k="label">series</th><th data-k="device">device</th><th data-k="cache">cache</th>
 <th data-k="runs" data-num="1">runs</th><th data-k="latest" data-num="1">latest</th>
 <th data-k="total" data-num="1">change</th><th data-k="last" data-num="1">last change point</th>
-<th data-k="status">status</th>
+<th data-k="status">status</th><th data-k="verdict">newest run's verdict</th>
 </tr></thead>
 <tbody></tbody>
 </table>
@@ -218,12 +219,13 @@ for (const s of DATA) {
     ["test", '<a href="#s' + s.id + '"></a>'], ["", ""], ["", ""], ["num", String(s.runs)],
     ["num", fmtMs(s.latest)], ["num " + (s.total > 0 ? "pos" : "neg"), fmtPct(s.total)],
     ["num " + (s.last === null ? "" : s.last > 0 ? "pos" : "neg"), s.last === null ? "" : fmtPct(s.last) + " at " + s.lastAt],
-    ["", '<span class="badge b-' + cls + '"></span>'],
+    ["", '<span class="badge b-' + cls + '"></span>'], ["", ""],
   ];
   for (const [c, h] of cells) { const td = document.createElement("td"); td.className = c; td.innerHTML = h; tr.appendChild(td); }
   tr.cells[0].firstChild.textContent = s.label; tr.cells[0].title = s.label;
   tr.cells[1].textContent = s.device; tr.cells[2].textContent = s.cache;
   tr.cells[7].firstChild.textContent = s.status;
+  tr.cells[8].textContent = s.verdict;
   s.row = tr;
   tbody.appendChild(tr);
 }
