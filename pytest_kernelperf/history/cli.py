@@ -91,6 +91,10 @@ def add_subparser(subparsers: Any) -> argparse.ArgumentParser:
     report.add_argument("--html", type=Path, required=True, metavar="PATH")
     report.add_argument("--title", default="kernelperf history")
     _filters(report)
+    for sub in (imp, show, detect, prune, export, report):  # --db also after the subcommand
+        sub.add_argument(
+            "--db", type=Path, default=argparse.SUPPRESS, metavar="PATH", help="history database"
+        )
     return history
 
 

@@ -139,6 +139,12 @@ def test_without_otava_show_still_lists_series_and_detect_fails_clearly(
     )
 
 
+def test_the_database_may_follow_the_subcommand(db: Path, tmp_path: Path) -> None:
+    (path,) = write_runs(tmp_path, [1.0], code_from=9)
+    assert cli.main(["history", "import", "--no-git", "--db", str(db), str(path)], out=io.StringIO()) == 0
+    assert history(db, "export", "--csv", "-")[1].count("\n") == 2
+
+
 def test_prune_and_export(db: Path, tmp_path: Path) -> None:
     import_all(db, write_runs(tmp_path, [1.0, 1.1, 1.2], code_from=9))
     status, text = history(db, "export", "--csv", "-")
