@@ -92,7 +92,13 @@ def render(
     data = [series_data(r, base) for r in reports]
     runs = {p.run_id for r in reports for p in r.points}
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    payload = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    # Inside <script>, markup in test ids must stay text: < > & are only ever inside JSON strings.
+    payload = (
+        json.dumps(data, separators=(",", ":"), allow_nan=False)
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+    )
     summary = f"{len(reports)} series, {len(runs)} runs, generated {generated}"
     return (
         _TEMPLATE.replace("__TITLE__", html.escape(title))

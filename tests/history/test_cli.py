@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -180,3 +181,28 @@ def test_the_main_cli_lists_history_and_bisect(capsys: pytest.CaptureFixture[str
         cli.main(["--help"])
     text = capsys.readouterr().out
     assert "history" in text and "bisect" in text
+
+
+def test_import_asks_git_for_the_commit_and_branch(db: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "init", "-q", "-b", "feature"], cwd=repo, check=True)
+    subprocess.run(["git", *env, "commit", "-q", "--allow-empty", "-m", "x"], cwd=repo, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True)
+    (path,) = write_runs(tmp_path, [1.0], code_from=9)
+    assert history(db, "import", "--git-dir", str(repo), str(path))[0] == 0
+    with HistoryStore(db) as store:
+        (run,) = store.runs()
+    assert (run["commit"], run["branch"]) == (head.stdout.strip(), "feature")
+
+
+def test_the_page_keeps_markup_in_test_ids_as_text(db: Path, tmp_path: Path) -> None:
+    nodeid = "tests/test_k.py::test_x[</script><script>alert(1)</script>]"
+    import_all(db, write_runs(tmp_path, [1.0, 1.0], code_from=9, nodeid=nodeid))
+    page = tmp_path / "page.html"
+    assert history(db, "report", "--html", str(page))[0] == 0
+    text = page.read_text(encoding="utf-8")
+    assert "<script>alert(1)" not in text
+    data = json.loads(text.split('<script type="application/json" id="data">')[1].split("</script>")[0])
+    assert data[0]["test"] == nodeid
