@@ -67,7 +67,7 @@ def series_data(report: SeriesReport, base: Path | None = None) -> dict[str, Any
         "latest": _sig(report.latest.median_ms),
         "verdict": report.latest.verdict or "",
         "v": [_sig(p.value) for p in points],
-        "r": [[_sig(x, 5) for x in p.rounds_ms] for p in points],
+        "r": [[_sig(x, 5) for x in p.rounds()] for p in points],
         "c": [short(p.commit) if p.commit else f"run {p.run_id}" for p in points],
         "t": [p.created for p in points],
         "cp": [

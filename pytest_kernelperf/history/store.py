@@ -81,6 +81,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             verdict TEXT,
             method TEXT,
             median_ms REAL NOT NULL,
+            value_ms REAL NOT NULL,
             ci_low_ms REAL,
             ci_high_ms REAL,
             n INTEGER,
@@ -138,7 +139,7 @@ class Point:
     commit: str | None
     branch: str | None
     median_ms: float
-    rounds_ms: tuple[float, ...]
+    rounds_ms: tuple[float, ...] | str  # a JSON list: decoded by rounds()
     verdict: str | None = None
     kernels: tuple[Mapping[str, Any], ...] | str | None = None  # a JSON string: decoded by inventory()
     autotune: Mapping[str, Any] | None = None
@@ -146,6 +147,7 @@ class Point:
     reference_ratio: float | None = None
     peak_fraction: float | None = None
     artifacts: tuple[str, ...] = ()
+    value_ms: float | None = None  # the mean of the rounds, when known
 
     def inventory(self) -> tuple[Mapping[str, Any], ...] | None:
         """The kernel inventory (name, launches, share, ms, code per kernel), None when not recorded."""
@@ -153,10 +155,17 @@ class Point:
             return tuple(json.loads(self.kernels))
         return self.kernels
 
+    def rounds(self) -> tuple[float, ...]:
+        """The per-round location estimates, in ms (the median alone when the run gave none)."""
+        return _float_list(self.rounds_ms) if isinstance(self.rounds_ms, str) else self.rounds_ms
+
     @property
     def value(self) -> float:
         """The run's location: the mean of its rounds (the median when it has one round)."""
-        return sum(self.rounds_ms) / len(self.rounds_ms) if self.rounds_ms else self.median_ms
+        if self.value_ms is not None:
+            return self.value_ms
+        rounds = self.rounds()
+        return sum(rounds) / len(rounds) if rounds else self.median_ms
 
 
 # --- git -----------------------------------------------------------------------------------------
@@ -279,6 +288,7 @@ def _measurements(run: Mapping[str, Any]) -> Iterator[tuple[SeriesKey, dict[str,
                 "verdict": result.get("verdict") if isinstance(result.get("verdict"), str) else None,
                 "method": data.get("method") if isinstance(data.get("method"), str) else None,
                 "median_ms": median,
+                "value_ms": sum(rounds) / len(rounds),
                 "ci_low_ms": ci[0] if len(ci) == 2 else None,
                 "ci_high_ms": ci[1] if len(ci) == 2 else None,
                 "n": len(samples) or (int(recorded["n"]) if isinstance(recorded.get("n"), int) else None),
@@ -566,13 +576,17 @@ class HistoryStore:
                 "SELECT id, created, commit_sha, branch, devices FROM runs"
             )
         }
-        where = "" if series_id is None else "WHERE m.series_id = ?"
+        # Run order is (created, id); read in primary-key order (series, run id) with no join or sort,
+        # and sort a series only when run ids are not already in run order.
+        ranked = sorted(runs, key=lambda r: (runs[r][0], r))
+        rank = {rid: i for i, rid in enumerate(ranked)}
+        in_order = ranked == sorted(runs)
+        devices_of = {int(sid): device for sid, device in self.db.execute("SELECT id, device FROM series")}
+        where = "" if series_id is None else "WHERE series_id = ?"
         args: tuple[Any, ...] = () if series_id is None else (series_id,)
         rows = self.db.execute(
-            "SELECT m.series_id, m.run_id, s.device, m.median_ms, m.rounds_ms, m.verdict, m.kernels, "
-            "m.autotune, m.reference_ratio, m.peak_fraction, m.artifacts FROM measurements m "
-            f"JOIN runs r ON r.id = m.run_id JOIN series s ON s.id = m.series_id {where} "
-            "ORDER BY m.series_id, r.created, r.id",
+            "SELECT series_id, run_id, median_ms, value_ms, rounds_ms, verdict, kernels, autotune, "
+            f"reference_ratio, peak_fraction, artifacts FROM measurements {where} ORDER BY series_id, run_id",
             args,
         )
         out: dict[int, list[Point]] = {}
@@ -584,8 +598,9 @@ class HistoryStore:
                 value = decoded[text] = json.loads(text)
             return value
 
-        for sid, rid, device, median, rounds, verdict, kernels, autotune, ratio, peak, arts in rows:
+        for sid, rid, median, value, rounds, verdict, kernels, autotune, ratio, peak, arts in rows:
             created, commit, branch, devices = runs[rid]
+            device = devices_of[sid]
             out.setdefault(sid, []).append(
                 Point(
                     run_id=rid,
@@ -593,7 +608,8 @@ class HistoryStore:
                     commit=commit,
                     branch=branch,
                     median_ms=median,
-                    rounds_ms=_float_list(rounds),
+                    rounds_ms=rounds,
+                    value_ms=value,
                     verdict=verdict,
                     kernels=kernels,
                     autotune=None if autotune is None else decode(autotune),
@@ -603,6 +619,9 @@ class HistoryStore:
                     artifacts=tuple(decode(arts)),
                 )
             )
+        if not in_order:
+            for points in out.values():
+                points.sort(key=lambda p: rank[p.run_id])
         return out
 
     def measurements(self) -> Iterator[dict[str, Any]]:
@@ -693,6 +712,7 @@ _ROW_FIELDS = (
     "verdict",
     "method",
     "median_ms",
+    "value_ms",
     "ci_low_ms",
     "ci_high_ms",
     "n",

@@ -221,3 +221,11 @@ def test_git_info_reads_commit_and_branch(tmp_path: Path) -> None:
     assert git_info(tmp_path) == (head, "trunk")
     git("checkout", "-q", "--detach")
     assert git_info(tmp_path) == (head, None)
+
+
+def test_points_follow_the_runs_creation_time_not_the_order_of_import(store: HistoryStore) -> None:
+    for i in (2, 0, 1):  # CI jobs finishing out of order
+        store.append_run(rf.run([rf.result("t.py::test_a", 1.0 + i)], created=rf.created(i)))
+    ((_, points),) = store.points().items()
+    assert [p.median_ms for p in points] == [1.0, 2.0, 3.0]
+    assert [p.value for p in points] == [1.0, 2.0, 3.0] and points[0].rounds() == (1.0,)
