@@ -377,10 +377,12 @@ def analyse_store(
     *,
     require: bool = True,
     series_filter: Callable[[SeriesKey], bool] | None = None,
+    branch: str | None = None,
 ) -> list[SeriesReport]:
     """Every series with its change points; detection results are cached in the store per series
     until a newer run arrives. With `require`, a missing library raises ChangePointsUnavailable;
-    without, series that are not in the cache are returned unanalysed."""
+    without, series that are not in the cache are returned unanalysed. With `branch`, only the
+    runs recorded on that git branch count."""
     keys = store.series()
     all_points = store.points()
     available = backend is not None or otava_available()
@@ -392,12 +394,16 @@ def analyse_store(
         if backend is None
         else f"custom:{getattr(backend, '__name__', 'backend')}:{params.key()}"
     )
+    if branch is not None:
+        cache_key += f":branch={branch}"
     reports: list[SeriesReport] = []
     fresh: list[tuple[int, int, int, str, Any]] = []
     for sid, key in keys.items():
         if series_filter is not None and not series_filter(key):
             continue
         points = all_points.get(sid)
+        if points and branch is not None:
+            points = [p for p in points if p.branch == branch]
         if not points:
             continue
         if len(points) < MIN_RUNS:

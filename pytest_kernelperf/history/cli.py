@@ -101,6 +101,7 @@ def add_subparser(subparsers: Any) -> argparse.ArgumentParser:
 def _filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--test", metavar="TEXT", help="only series whose test id contains TEXT")
     parser.add_argument("--device", metavar="NAME", help="only series on this device")
+    parser.add_argument("--branch", metavar="NAME", help="only runs recorded on this git branch")
     parser.add_argument(
         "--metric",
         choices=("device_time", "host_latency", "all"),
@@ -200,7 +201,7 @@ def _table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
 
 
 def _show(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
-    reports = analyse_store(store, Params(), require=False, series_filter=_select(args))
+    reports = analyse_store(store, Params(), require=False, series_filter=_select(args), branch=args.branch)
     if args.no_detect is False and any(not r.analysed for r in reports):
         print("note: change points not computed: " + str(ChangePointsUnavailable()), file=out)
     print(f"kernelperf history: {store.run_count()} runs, {len(reports)} series in {store.path}", file=out)
@@ -243,7 +244,7 @@ def _detect(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
                 where = f" (HEAD here is {short(info[0])})" if info else ""
                 raise HistoryError(f"{store.path}: no stored run at commit {args.since!r}{where}")
         after_run = ids[-1]
-    reports = analyse_store(store, Params(), require=True, series_filter=_select(args))
+    reports = analyse_store(store, Params(), require=True, series_filter=_select(args), branch=args.branch)
     order = {r["id"]: i for i, r in enumerate(store.runs())}
     found: list[tuple[SeriesReport, ChangePoint]] = []
     for report in reports:
@@ -335,7 +336,7 @@ def _export(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
 def _report(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
     from .dashboard import render
 
-    reports = analyse_store(store, Params(), require=False, series_filter=_select(args))
+    reports = analyse_store(store, Params(), require=False, series_filter=_select(args), branch=args.branch)
     page = render(reports, title=args.title, base=args.html.parent.resolve())
     try:
         args.html.parent.mkdir(parents=True, exist_ok=True)

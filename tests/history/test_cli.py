@@ -206,3 +206,18 @@ def test_the_page_keeps_markup_in_test_ids_as_text(db: Path, tmp_path: Path) -> 
     assert "<script>alert(1)" not in text
     data = json.loads(text.split('<script type="application/json" id="data">')[1].split("</script>")[0])
     assert data[0]["test"] == nodeid
+
+
+@pytest.mark.usefixtures("stand_in_detector")
+def test_detect_on_one_branch(db: Path, tmp_path: Path) -> None:
+    paths = write_runs(tmp_path, [1.0] * 8 + [1.06] * 8, code_from=8)
+    for i, path in enumerate(paths):  # the slow runs are a feature branch's
+        branch = "main" if i < 8 else "feature"
+        assert history(db, "import", "--commit", commit_of(i), "--branch", branch, str(path))[0] == 0
+    (tmp_path / "main").mkdir()
+    for i, path in enumerate(write_runs(tmp_path / "main", [1.0] * 8, code_from=9)):
+        path.write_text(path.read_text().replace("T00:", "T23:"), encoding="utf-8")  # later, distinct runs
+        assert history(db, "import", "--commit", commit_of(20 + i), "--branch", "main", str(path))[0] == 0
+    assert history(db, "detect", "--branch", "main")[0] == 0
+    assert history(db, "detect", "--branch", "feature")[0] == 0  # 8 runs, all slow: no change within
+    assert history(db, "detect")[0] == 1  # all runs in time order: the slow ones stand out
