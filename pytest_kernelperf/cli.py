@@ -99,12 +99,19 @@ def parser() -> argparse.ArgumentParser:
     )
     show.add_argument("--plot", type=Path, metavar="DIR", help="write PNG plots (needs matplotlib)")
     show.add_argument("--color", choices=("auto", "yes", "no"), default="auto", help="colour the table")
+    from .history import bisect as history_bisect  # run history: docs/history.md
+    from .history import cli as history_cli
+
+    history_cli.add_subparser(commands)
+    history_bisect.add_subparser(commands)
     return main
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     args = parser().parse_args(argv)
+    if getattr(args, "run_command", None) is not None:  # history, bisect: own errors and exit codes
+        return int(args.run_command(args, out))
     try:
         if args.command == "compare":
             return _compare(args, out)

@@ -1,0 +1,363 @@
+"""`python -m pytest_kernelperf history ...`: the run history on the command line.
+
+    history import RUN.json ...        store runs (again: no-op), with the checkout's git commit
+    history show                       every series: runs, latest time, status, change points
+    history detect [--since COMMIT]    change points after COMMIT; exit 1 when one is a slowdown
+    history prune --keep N             keep the newest N runs
+    history export --csv PATH          every measurement as CSV (or --json PATH); '-' for stdout
+    history report --html PATH         a self-contained dashboard page
+
+The database is `--db PATH` (default: $KERNELPERF_HISTORY, else .kernelperf/history.sqlite).
+Exit status: 0 on success, 1 when `detect` finds a slowdown, 2 for a usage or file error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from .changepoints import (
+    ChangePoint,
+    ChangePointsUnavailable,
+    Params,
+    SeriesReport,
+    analyse_store,
+    resolve_commit,
+    short,
+)
+from .store import HistoryError, HistoryStore, git_info, load_run_file
+
+DEFAULT_DB = Path(".kernelperf") / "history.sqlite"
+ENV_DB = "KERNELPERF_HISTORY"
+
+
+def default_db() -> Path:
+    return Path(os.environ.get(ENV_DB) or DEFAULT_DB)
+
+
+def add_subparser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add `history` and its subcommands to the main CLI's subparsers."""
+    history: argparse.ArgumentParser = subparsers.add_parser(
+        "history",
+        help="store every run, find change points per series, write a dashboard",
+        description="The run history: every run file stored in one SQLite database, change points per "
+        "series (test, name, device, cache mode, metric) with what changed around them.",
+    )
+    history.set_defaults(run_command=run)
+    history.add_argument(
+        "--db",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help=f"history database (default: ${ENV_DB}, else {DEFAULT_DB})",
+    )
+    commands = history.add_subparsers(dest="history_command", required=True, metavar="SUBCOMMAND")
+
+    imp = commands.add_parser("import", help="store run files (a run already stored is skipped)")
+    imp.add_argument("runs", type=Path, nargs="+", metavar="RUN.json")
+    imp.add_argument("--commit", help="git commit of the runs (default: HEAD of --git-dir)")
+    imp.add_argument("--branch", help="git branch of the runs (default: that of --git-dir)")
+    imp.add_argument(
+        "--git-dir", type=Path, default=Path("."), metavar="DIR", help="checkout to ask (default: .)"
+    )
+    imp.add_argument("--no-git", action="store_true", help="store no commit unless --commit is given")
+
+    show = commands.add_parser("show", help="series, latest status and change points as a table")
+    _filters(show)
+    show.add_argument("--no-detect", action="store_true", help="only change points already cached (fast)")
+
+    detect = commands.add_parser("detect", help="change points after a commit; exit 1 on a slowdown")
+    detect.add_argument(
+        "--since", metavar="COMMIT", help="only change points after this commit (default: all)"
+    )
+    _filters(detect)
+
+    prune = commands.add_parser("prune", help="remove all but the newest runs")
+    prune.add_argument("--keep", type=int, required=True, metavar="N")
+
+    export = commands.add_parser("export", help="every measurement as CSV or JSON")
+    fmt = export.add_mutually_exclusive_group(required=True)
+    fmt.add_argument("--csv", type=Path, metavar="PATH", help="write CSV ('-': stdout)")
+    fmt.add_argument("--json", type=Path, metavar="PATH", help="write JSON ('-': stdout)")
+
+    report = commands.add_parser("report", help="write a self-contained HTML dashboard")
+    report.add_argument("--html", type=Path, required=True, metavar="PATH")
+    report.add_argument("--title", default="kernelperf history")
+    _filters(report)
+    for sub in (imp, show, detect, prune, export, report):  # --db also after the subcommand
+        sub.add_argument(
+            "--db", type=Path, default=argparse.SUPPRESS, metavar="PATH", help="history database"
+        )
+    return history
+
+
+def _filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--test", metavar="TEXT", help="only series whose test id contains TEXT")
+    parser.add_argument("--device", metavar="NAME", help="only series on this device")
+    parser.add_argument("--branch", metavar="NAME", help="only runs recorded on this git branch")
+    parser.add_argument(
+        "--metric",
+        choices=("device_time", "host_latency", "all"),
+        default="device_time",
+        help="default: device_time",
+    )
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    db = args.db or default_db()
+    try:
+        if args.history_command == "import":
+            return _import(args, db, out)
+        if not db.exists():
+            raise HistoryError(f"{db}: no such history database (create it with `history import RUN.json`)")
+        with HistoryStore(db, create=False) as store:
+            if args.history_command == "show":
+                return _show(args, store, out)
+            if args.history_command == "detect":
+                return _detect(args, store, out)
+            if args.history_command == "prune":
+                removed = store.prune(args.keep)
+                print(f"removed {removed} runs from {db}; {store.run_count()} kept", file=out)
+                return 0
+            if args.history_command == "export":
+                return _export(args, store, out)
+            if args.history_command == "report":
+                return _report(args, store, out)
+    except (HistoryError, ChangePointsUnavailable) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    raise AssertionError(args.history_command)
+
+
+def _import(args: argparse.Namespace, db: Path, out: TextIO) -> int:
+    commit, branch = args.commit, args.branch
+    if not args.no_git and commit is None:
+        info = git_info(args.git_dir)
+        if info is not None:
+            commit, branch = info[0], branch or info[1]
+    runs = [(path, load_run_file(path)) for path in args.runs]  # every file checked before any is stored
+    if db.parent != Path(""):
+        db.parent.mkdir(parents=True, exist_ok=True)
+    with HistoryStore(db) as store:
+        for path, data in runs:
+            done = store.ingest(data, commit=commit, branch=branch, source=str(path))
+            if done.new:
+                at = f" at {short(commit)}" if commit else ""
+                print(f"stored {path} as run {done.run_id}{at}: {done.measurements} measurements", file=out)
+            else:
+                print(f"already stored: {path} (run {done.run_id})", file=out)
+    return 0
+
+
+def _select(args: argparse.Namespace) -> Any:
+    def keep(key: Any) -> bool:
+        return (
+            args.metric in ("all", key.metric)
+            and (args.test is None or args.test in key.test or args.test in key.name)
+            and (args.device is None or key.device == args.device)
+        )
+
+    return keep
+
+
+def _fmt_ms(ms: float) -> str:
+    return f"{ms * 1000:.2f} us" if ms < 1 else f"{ms:.3f} ms"
+
+
+def series_label(report: SeriesReport) -> str:
+    key = report.key
+    name = f" [{key.name}]" if key.name else ""
+    metric = "" if key.metric == "device_time" else f" ({key.metric})"
+    return f"{key.test}{name}{metric}"
+
+
+def status_text(report: SeriesReport) -> str:
+    if not report.analysed:
+        return "not analysed"
+    if len(report.points) < 5:
+        return "too few runs"
+    last = report.last_change
+    if last is None:
+        return "steady"
+    word = "drift " if last.kind == "drift" else ""
+    since = short(last.commit) if last.commit else f"run {last.run_id}"
+    return f"{word}{'slower' if last.slowdown else 'faster'} since {since}"
+
+
+def _table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for n, row in enumerate(rows):
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip(), file=out)
+        if n == 0:
+            print("  ".join("-" * w for w in widths), file=out)
+
+
+def _show(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
+    reports = analyse_store(store, Params(), require=False, series_filter=_select(args), branch=args.branch)
+    if args.no_detect is False and any(not r.analysed for r in reports):
+        print("note: change points not computed: " + str(ChangePointsUnavailable()), file=out)
+    print(f"kernelperf history: {store.run_count()} runs, {len(reports)} series in {store.path}", file=out)
+    if not reports:
+        return 0
+    rows = [["series", "device", "cache", "runs", "latest", "change", "status", "change points"]]
+    for r in reports:
+        rows.append(
+            [
+                series_label(r),
+                r.key.device,
+                r.key.cache,
+                str(len(r.points)),
+                _fmt_ms(r.latest.median_ms),
+                f"{r.total_change_pct:+.1f}%",
+                status_text(r),
+                str(len(r.change_points)),
+            ]
+        )
+    _table(rows, out)
+    changed = [r for r in reports if r.change_points]
+    if changed:
+        print("\nchange points:", file=out)
+    for r in changed:
+        print(f"{series_label(r)} on {r.key.device} ({r.key.cache}):", file=out)
+        for cp in r.change_points:
+            print(f"  {cp.commit_range()}  {cp.describe()}", file=out)
+    return 0
+
+
+def _detect(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
+    after_run: int | None = None
+    if args.since:
+        ids = resolve_commit(store, args.since)
+        if not ids:
+            info = git_info(Path("."))
+            resolved = _rev_parse(args.since)
+            ids = resolve_commit(store, resolved) if resolved else []
+            if not ids:
+                where = f" (HEAD here is {short(info[0])})" if info else ""
+                raise HistoryError(f"{store.path}: no stored run at commit {args.since!r}{where}")
+        after_run = ids[-1]
+    reports = analyse_store(store, Params(), require=True, series_filter=_select(args), branch=args.branch)
+    order = {r["id"]: i for i, r in enumerate(store.runs())}
+    found: list[tuple[SeriesReport, ChangePoint]] = []
+    for report in reports:
+        for cp in report.change_points:
+            if after_run is None or order.get(cp.run_id, -1) > order[after_run]:
+                found.append((report, cp))
+    scope = f"after {args.since}" if args.since else "in the whole history"
+    slow = [f for f in found if f[1].slowdown]
+    print(f"kernelperf history detect: {len(found)} change points {scope}, {len(slow)} slowdowns", file=out)
+    for report, cp in found:
+        mark = "SLOWER" if cp.slowdown else "faster"
+        print(
+            f"{mark:6}  {series_label(report)} on {report.key.device}: {cp.commit_range()}  {cp.describe()}",
+            file=out,
+        )
+    return 1 if slow else 0
+
+
+def _rev_parse(ref: str) -> str | None:
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None
+
+
+EXPORT_COLUMNS = (
+    "run_id",
+    "created",
+    "commit",
+    "branch",
+    "test",
+    "name",
+    "device",
+    "cache",
+    "metric",
+    "verdict",
+    "method",
+    "median_ms",
+    "ci_low_ms",
+    "ci_high_ms",
+    "n",
+    "rounds_ms",
+    "reference_ratio",
+    "bytes",
+    "gb_per_s",
+    "peak_gb_per_s",
+    "peak_fraction",
+)
+
+
+def _export(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
+    target: Path = args.csv or args.json
+    buffer = io.StringIO()
+    rows = list(store.measurements())
+    if args.csv is not None:
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(EXPORT_COLUMNS)
+        for row in rows:
+            writer.writerow(
+                [
+                    json.dumps(row[c]) if isinstance(row[c], list) else ("" if row[c] is None else row[c])
+                    for c in EXPORT_COLUMNS
+                ]
+            )
+    else:
+        json.dump({"runs": store.runs(), "measurements": rows}, buffer, indent=1)
+        buffer.write("\n")
+    if str(target) == "-":
+        out.write(buffer.getvalue())
+        return 0
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(buffer.getvalue(), encoding="utf-8")
+    except OSError as exc:
+        raise HistoryError(f"{target}: cannot write: {exc.strerror or exc}") from None
+    print(f"wrote {len(rows)} measurements to {target}", file=out)
+    return 0
+
+
+def _report(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
+    from .dashboard import render
+
+    reports = analyse_store(store, Params(), require=False, series_filter=_select(args), branch=args.branch)
+    page = render(reports, title=args.title, base=args.html.parent.resolve())
+    try:
+        args.html.parent.mkdir(parents=True, exist_ok=True)
+        args.html.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise HistoryError(f"{args.html}: cannot write: {exc.strerror or exc}") from None
+    print(f"wrote the dashboard of {len(reports)} series to {args.html}", file=out)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Stand-alone entry point (`python -m pytest_kernelperf.history.cli ...`), for tests and scripts."""
+    parser = argparse.ArgumentParser(prog="python -m pytest_kernelperf")
+    commands = parser.add_subparsers(dest="command", required=True)
+    add_subparser(commands)
+    from . import bisect
+
+    bisect.add_subparser(commands)
+    args = parser.parse_args(argv)
+    return int(args.run_command(args, out))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,747 @@
+"""The history store: every run file ingested into one SQLite database, one row per measurement.
+
+A run is what `pytest --kernelperf --kernelperf-json=PATH` writes (docs/json-schema.md); this module
+reads only that JSON dict, never the package's own types, so that it can ingest files written by
+other versions of the plugin. Each result gives one measurement per metric (`device_time`,
+`host_latency`) in a *series*: (test, name, device, cache mode, metric).
+
+Several CI jobs may append to one file at once: the database is in WAL mode, every write is one
+`BEGIN IMMEDIATE` transaction (the write lock is taken before anything is read), SQLite waits
+`busy_timeout` for a lock held by another process, and a write that still finds the database locked
+is retried with a growing pause. The same run ingested twice is stored once: a run is known by the
+SHA-256 of its canonical JSON.
+
+The schema is versioned with `PRAGMA user_version` and upgraded by the steps of `MIGRATIONS`, in
+order, each in its own transaction; a database written by a newer version is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import sqlite3
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+RUN_SCHEMA = "pytest-kernelperf-run"
+RUN_SCHEMA_VERSIONS = (1,)
+METRICS = ("device_time", "host_latency")
+MAX_QUANTILES = 32
+BUSY_TIMEOUT_MS = 30_000
+WRITE_ATTEMPTS = 20
+
+T = TypeVar("T")
+
+
+class HistoryError(Exception):
+    """A history database or run file that cannot be used; the message names the file."""
+
+
+# --- schema --------------------------------------------------------------------------------------
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # 1: runs, series and their measurements.
+    (
+        """CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            digest TEXT NOT NULL UNIQUE,
+            created TEXT NOT NULL,
+            ingested TEXT NOT NULL,
+            commit_sha TEXT,
+            branch TEXT,
+            source TEXT,
+            plugin_version TEXT,
+            mode TEXT,
+            environment TEXT NOT NULL,
+            devices TEXT NOT NULL,
+            peaks TEXT NOT NULL,
+            settings TEXT NOT NULL
+        )""",
+        "CREATE INDEX runs_order ON runs (created, id)",
+        "CREATE INDEX runs_commit ON runs (commit_sha)",
+        """CREATE TABLE series (
+            id INTEGER PRIMARY KEY,
+            test TEXT NOT NULL,
+            name TEXT NOT NULL,
+            device TEXT NOT NULL,
+            cache TEXT NOT NULL,
+            metric TEXT NOT NULL,
+            UNIQUE (test, name, device, cache, metric)
+        )""",
+        """CREATE TABLE measurements (
+            run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            series_id INTEGER NOT NULL REFERENCES series (id),
+            verdict TEXT,
+            method TEXT,
+            median_ms REAL NOT NULL,
+            value_ms REAL NOT NULL,
+            ci_low_ms REAL,
+            ci_high_ms REAL,
+            n INTEGER,
+            rounds_ms TEXT NOT NULL,
+            quantiles_ms TEXT NOT NULL,
+            kernels TEXT,
+            autotune TEXT,
+            reference_ratio REAL,
+            reference_ms REAL,
+            bytes INTEGER,
+            gb_per_s REAL,
+            peak_gb_per_s REAL,
+            peak_fraction REAL,
+            artifacts TEXT NOT NULL,
+            PRIMARY KEY (series_id, run_id)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX measurements_run ON measurements (run_id)",
+    ),
+    # 2: change points found per series, cached until the series gets a newer run.
+    (
+        """CREATE TABLE analyses (
+            series_id INTEGER PRIMARY KEY REFERENCES series (id) ON DELETE CASCADE,
+            last_run_id INTEGER NOT NULL,
+            runs INTEGER NOT NULL,
+            params TEXT NOT NULL,
+            result TEXT NOT NULL
+        )""",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+# --- records -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SeriesKey:
+    test: str  # pytest node id
+    name: str  # the kernel_bench call's name= ("" when none)
+    device: str
+    cache: str
+    metric: str  # "device_time" or "host_latency"
+
+    def label(self) -> str:
+        name = f"[{self.name}]" if self.name else ""
+        return f"{self.test}{name} {self.device} {self.cache} {self.metric}"
+
+
+@dataclass(slots=True)  # not frozen: a history holds many, and frozen ones are slower to make
+class Point:
+    """One run's measurement of a series, with what attribution needs from its run."""
+
+    run_id: int
+    created: str
+    commit: str | None
+    branch: str | None
+    median_ms: float
+    rounds_ms: tuple[float, ...] | str  # a JSON list: decoded by rounds()
+    verdict: str | None = None
+    kernels: tuple[Mapping[str, Any], ...] | str | None = None  # a JSON string: decoded by inventory()
+    autotune: Mapping[str, Any] | None = None
+    environment: Mapping[str, str] = field(default_factory=dict)
+    reference_ratio: float | None = None
+    peak_fraction: float | None = None
+    artifacts: tuple[str, ...] = ()
+    value_ms: float | None = None  # the mean of the rounds, when known
+
+    def inventory(self) -> tuple[Mapping[str, Any], ...] | None:
+        """The kernel inventory (name, launches, share, ms, code per kernel), None when not recorded."""
+        if isinstance(self.kernels, str):
+            return tuple(json.loads(self.kernels))
+        return self.kernels
+
+    def rounds(self) -> tuple[float, ...]:
+        """The per-round location estimates, in ms (the median alone when the run gave none)."""
+        return _float_list(self.rounds_ms) if isinstance(self.rounds_ms, str) else self.rounds_ms
+
+    @property
+    def value(self) -> float:
+        """The run's location: the mean of its rounds (the median when it has one round)."""
+        if self.value_ms is not None:
+            return self.value_ms
+        rounds = self.rounds()
+        return sum(rounds) / len(rounds) if rounds else self.median_ms
+
+
+# --- git -----------------------------------------------------------------------------------------
+
+
+def git_info(rootdir: Path | str) -> tuple[str, str | None] | None:
+    """(commit, branch) of the checkout at `rootdir`, or None outside git; branch None when detached."""
+
+    def rev_parse(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", "rev-parse", *args],
+                cwd=rootdir,
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        out = done.stdout.strip()
+        return out if done.returncode == 0 and out else None
+
+    commit = rev_parse("HEAD")
+    if commit is None:
+        return None
+    branch = rev_parse("--abbrev-ref", "HEAD")
+    return commit, None if branch in (None, "HEAD") else branch
+
+
+# --- reading a run dict --------------------------------------------------------------------------
+
+
+def canonical_digest(run: Mapping[str, Any]) -> str:
+    text = json.dumps(run, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _numbers(value: Any) -> list[float]:
+    if not isinstance(value, list):
+        return []
+    out = [_number(v) for v in value]
+    return [v for v in out if v is not None]
+
+
+def quantiles(samples: Sequence[float], count: int = MAX_QUANTILES) -> list[float]:
+    """Up to `count` evenly spaced quantiles (minimum to maximum) of the samples."""
+    ordered = sorted(samples)
+    if len(ordered) <= count:
+        return ordered
+    last = len(ordered) - 1
+    out = []
+    for i in range(count):
+        pos = i * last / (count - 1)
+        lo = int(pos)
+        hi = min(lo + 1, last)
+        out.append(ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo))
+    return out
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def validate_run(run: Any, source: str) -> None:
+    if not isinstance(run, dict):
+        raise HistoryError(f"{source}: expected a JSON object (a pytest-kernelperf run file)")
+    if run.get("schema") != RUN_SCHEMA:
+        raise HistoryError(f"{source}: not a pytest-kernelperf run file (schema {run.get('schema')!r})")
+    if run.get("schema_version") not in RUN_SCHEMA_VERSIONS:
+        raise HistoryError(
+            f"{source}: run file schema_version {run.get('schema_version')!r} is not readable "
+            f"(reads {', '.join(map(str, RUN_SCHEMA_VERSIONS))})"
+        )
+    if not isinstance(run.get("results"), list):
+        raise HistoryError(f"{source}: 'results' is not a list")
+
+
+def _measurements(run: Mapping[str, Any]) -> Iterator[tuple[SeriesKey, dict[str, Any]]]:
+    """Each (series, measurement row) of a run dict; results without a timed median are skipped."""
+    peaks = run.get("peaks") if isinstance(run.get("peaks"), dict) else {}
+    assert isinstance(peaks, dict)
+    for result in run["results"]:
+        if not isinstance(result, dict) or not isinstance(result.get("nodeid"), str):
+            continue
+        entry = result.get("baseline_entry") if isinstance(result.get("baseline_entry"), dict) else {}
+        assert isinstance(entry, dict)
+        kernels = entry.get("kernels") if isinstance(entry.get("kernels"), list) else None
+        autotune = result.get("autotune", entry.get("autotune"))
+        reference = result.get("reference") if isinstance(result.get("reference"), dict) else {}
+        throughput = result.get("throughput") if isinstance(result.get("throughput"), dict) else {}
+        assert isinstance(reference, dict) and isinstance(throughput, dict)
+        device = str(result.get("device") or "")
+        for metric in METRICS:
+            data = result.get(metric)
+            if not isinstance(data, dict):
+                continue
+            median = _number(data.get("median_ms"))
+            if median is None:
+                continue
+            samples = _numbers(data.get("samples_ms"))
+            recorded = entry.get(metric) if isinstance(entry.get(metric), dict) else {}
+            assert isinstance(recorded, dict)
+            quants = _numbers(recorded.get("quantiles_ms")) or quantiles(samples)
+            rounds = _numbers(data.get("rounds_ms")) or [median]
+            ci = _numbers(data.get("ci_ms"))
+            row: dict[str, Any] = {
+                "verdict": result.get("verdict") if isinstance(result.get("verdict"), str) else None,
+                "method": data.get("method") if isinstance(data.get("method"), str) else None,
+                "median_ms": median,
+                "value_ms": sum(rounds) / len(rounds),
+                "ci_low_ms": ci[0] if len(ci) == 2 else None,
+                "ci_high_ms": ci[1] if len(ci) == 2 else None,
+                "n": len(samples) or (int(recorded["n"]) if isinstance(recorded.get("n"), int) else None),
+                "rounds_ms": _dumps(rounds),
+                "quantiles_ms": _dumps(quants),
+                "kernels": None,
+                "autotune": None,
+                "reference_ratio": None,
+                "reference_ms": None,
+                "bytes": None,
+                "gb_per_s": None,
+                "peak_gb_per_s": None,
+                "peak_fraction": None,
+                "artifacts": _dumps([a for a in result.get("artifacts") or [] if isinstance(a, str)]),
+            }
+            if metric == "device_time":
+                row["kernels"] = None if kernels is None else _dumps(kernels)
+                row["autotune"] = None if autotune is None else _dumps(autotune)
+                row["reference_ratio"] = _number(reference.get("ratio"))
+                row["reference_ms"] = _number(reference.get("median_ms"))
+                nbytes = throughput.get("bytes")
+                if isinstance(nbytes, int) and not isinstance(nbytes, bool) and nbytes > 0:
+                    row["bytes"] = nbytes
+                    row["gb_per_s"] = nbytes / (median * 1e-3) / 1e9
+                    peak = peaks.get(device)
+                    peak_gbps = _number(peak.get("gb_per_s")) if isinstance(peak, dict) else None
+                    peak_gbps = peak_gbps or _number(throughput.get("peak_gb_per_s"))
+                    if peak_gbps:
+                        row["peak_gb_per_s"] = peak_gbps
+                        row["peak_fraction"] = row["gb_per_s"] / peak_gbps
+            name = result.get("name")
+            key = SeriesKey(
+                result["nodeid"],
+                name if isinstance(name, str) else "",
+                device,
+                str(result.get("cache") or ""),
+                metric,
+            )
+            yield key, row
+
+
+def _device_environments(run: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """Device name -> the software around it: the run's environment, then the device's own."""
+    common = run.get("environment") if isinstance(run.get("environment"), dict) else {}
+    assert isinstance(common, dict)
+    out: dict[str, dict[str, str]] = {}
+    for device in run.get("devices") or []:
+        if isinstance(device, dict) and isinstance(device.get("name"), str):
+            env = {str(k): str(v) for k, v in common.items() if k != "xdist_worker"}
+            own = device.get("environment")
+            if isinstance(own, dict):
+                env.update({str(k): str(v) for k, v in own.items()})
+            out[device["name"]] = env
+    return out
+
+
+# --- the store -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ingest:
+    run_id: int
+    new: bool  # False: the same run was already stored
+    measurements: int
+
+
+def _retry(action: Callable[[], T], what: str, attempts: int = WRITE_ATTEMPTS) -> T:
+    """Run `action`, retrying while SQLite says the database is locked or busy."""
+    pause = 0.01
+    for attempt in range(attempts):
+        try:
+            return action()
+        except sqlite3.OperationalError as exc:
+            text = str(exc).lower()
+            if ("locked" not in text and "busy" not in text) or attempt == attempts - 1:
+                raise HistoryError(f"{what}: {exc}") from None
+            time.sleep(pause * (1 + random.random()))
+            pause = min(pause * 2, 1.0)
+    raise AssertionError("unreachable")
+
+
+class HistoryStore:
+    """A history database (created on first use). Use as a context manager, or call close()."""
+
+    def __init__(self, path: Path | str, *, create: bool = True) -> None:
+        self.path = Path(path)
+        if not create and not self.path.exists():
+            raise HistoryError(f"{self.path}: no such history database")
+        try:
+            self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise HistoryError(f"{self.path}: cannot open the history database: {exc}") from None
+        try:
+            self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self.db.execute("PRAGMA foreign_keys = ON")
+            mode = _retry(lambda: self.db.execute("PRAGMA journal_mode = WAL").fetchone(), str(self.path))
+            if mode is None or str(mode[0]).lower() != "wal":
+                raise HistoryError(f"{self.path}: cannot switch the database to WAL mode (got {mode})")
+            self.db.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise HistoryError(f"{self.path}: not a history database ({exc})") from None
+        except HistoryError:
+            self.db.close()
+            raise
+
+    def __enter__(self) -> HistoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.db.close()
+
+    # transactions
+
+    def _write(self, action: Callable[[sqlite3.Connection], T], what: str) -> T:
+        def attempt() -> T:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                out = action(self.db)
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+            return out
+
+        return _retry(attempt, f"{self.path}: {what}")
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+    def _migrate(self) -> None:
+        version = self.schema_version
+        if version > SCHEMA_VERSION:
+            raise HistoryError(
+                f"{self.path}: history schema version {version} was written by a newer "
+                f"pytest-kernelperf (this one reads up to {SCHEMA_VERSION})"
+            )
+        while version < SCHEMA_VERSION:
+
+            def step(db: sqlite3.Connection) -> int:
+                current = int(db.execute("PRAGMA user_version").fetchone()[0])
+                if current >= SCHEMA_VERSION:  # another process migrated meanwhile
+                    return current
+                for statement in MIGRATIONS[current]:
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {current + 1}")
+                return current + 1
+
+            version = self._write(step, "upgrading the schema")
+
+    # ingest
+
+    def append_run(
+        self,
+        run: Mapping[str, Any],
+        *,
+        commit: str | None = None,
+        branch: str | None = None,
+        source: str | None = None,
+    ) -> int:
+        """Store one run file's parsed JSON; return its run id (the existing one for a known run)."""
+        return self.ingest(run, commit=commit, branch=branch, source=source).run_id
+
+    def ingest(
+        self,
+        run: Mapping[str, Any],
+        *,
+        commit: str | None = None,
+        branch: str | None = None,
+        source: str | None = None,
+    ) -> Ingest:
+        where = source or "<run>"
+        validate_run(run, where)
+        try:
+            digest = canonical_digest(run)
+        except (TypeError, ValueError) as exc:
+            raise HistoryError(f"{where}: cannot be stored: {exc}") from None
+        rows = list(_measurements(run))
+        envs = _device_environments(run)
+        created = run.get("created") if isinstance(run.get("created"), str) else None
+        ingested = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        record = (
+            digest,
+            created or ingested,
+            ingested,
+            commit,
+            branch,
+            source,
+            str(run.get("plugin_version") or ""),
+            str(run.get("mode") or ""),
+            _dumps(run.get("environment") if isinstance(run.get("environment"), dict) else {}),
+            _dumps(envs),
+            _dumps(run.get("peaks") if isinstance(run.get("peaks"), dict) else {}),
+            _dumps(run.get("settings") if isinstance(run.get("settings"), dict) else {}),
+        )
+
+        def action(db: sqlite3.Connection) -> Ingest:
+            known = db.execute("SELECT id FROM runs WHERE digest = ?", (digest,)).fetchone()
+            if known is not None:
+                return Ingest(int(known[0]), False, 0)
+            cursor = db.execute(
+                "INSERT INTO runs (digest, created, ingested, commit_sha, branch, source, plugin_version, "
+                "mode, environment, devices, peaks, settings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                record,
+            )
+            run_id = int(cursor.lastrowid or 0)
+            keys = sorted(
+                {key for key, _ in rows}, key=lambda k: (k.test, k.name, k.device, k.cache, k.metric)
+            )
+            db.executemany(
+                "INSERT OR IGNORE INTO series (test, name, device, cache, metric) VALUES (?, ?, ?, ?, ?)",
+                [(k.test, k.name, k.device, k.cache, k.metric) for k in keys],
+            )
+            ids = self._series_ids(db, keys)
+            seen: set[int] = set()
+            values = []
+            for key, row in rows:
+                series_id = ids[key]
+                if series_id in seen:  # the same test, name, device and cache twice in one run: first kept
+                    continue
+                seen.add(series_id)
+                values.append((run_id, series_id, *(row[f] for f in _ROW_FIELDS)))
+            db.executemany(
+                f"INSERT INTO measurements (run_id, series_id, {', '.join(_ROW_FIELDS)}) "
+                f"VALUES ({', '.join('?' * (len(_ROW_FIELDS) + 2))})",
+                values,
+            )
+            return Ingest(run_id, True, len(values))
+
+        return self._write(action, f"storing {where}")
+
+    @staticmethod
+    def _series_ids(db: sqlite3.Connection, keys: Sequence[SeriesKey]) -> dict[SeriesKey, int]:
+        wanted = set(keys)
+        out: dict[SeriesKey, int] = {}
+        for row in db.execute("SELECT id, test, name, device, cache, metric FROM series"):
+            key = SeriesKey(*row[1:])
+            if key in wanted:
+                out[key] = int(row[0])
+        return out
+
+    # reading
+
+    def run_count(self) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+
+    def runs(self) -> list[dict[str, Any]]:
+        """Every run, oldest first: id, created, commit, branch, source, measurements."""
+        rows = self.db.execute(
+            "SELECT r.id, r.created, r.commit_sha, r.branch, r.source, "
+            "(SELECT COUNT(*) FROM measurements m WHERE m.run_id = r.id) FROM runs r ORDER BY r.created, r.id"
+        ).fetchall()
+        keys = ("id", "created", "commit", "branch", "source", "measurements")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
+    def series(self) -> dict[int, SeriesKey]:
+        rows = self.db.execute(
+            "SELECT id, test, name, device, cache, metric FROM series "
+            "ORDER BY test, name, device, cache, metric"
+        )
+        return {int(row[0]): SeriesKey(*row[1:]) for row in rows}
+
+    def find_series(
+        self, test: str, name: str | None = None, device: str | None = None, metric: str = "device_time"
+    ) -> list[tuple[int, SeriesKey]]:
+        return [
+            (sid, key)
+            for sid, key in self.series().items()
+            if key.test == test
+            and (name is None or key.name == name)
+            and (device is None or key.device == device)
+            and key.metric == metric
+        ]
+
+    def points(self, series_id: int | None = None) -> dict[int, list[Point]]:
+        """Series id -> its points in run order (created time, then ingestion); all series by default."""
+        runs: dict[int, tuple[str, str | None, str | None, dict[str, dict[str, str]]]] = {
+            int(rid): (created, commit, branch, json.loads(devices))
+            for rid, created, commit, branch, devices in self.db.execute(
+                "SELECT id, created, commit_sha, branch, devices FROM runs"
+            )
+        }
+        # Run order is (created, id); read in primary-key order (series, run id) with no join or sort,
+        # and sort a series only when run ids are not already in run order.
+        ranked = sorted(runs, key=lambda r: (runs[r][0], r))
+        rank = {rid: i for i, rid in enumerate(ranked)}
+        in_order = ranked == sorted(runs)
+        devices_of = {int(sid): device for sid, device in self.db.execute("SELECT id, device FROM series")}
+        where = "" if series_id is None else "WHERE series_id = ?"
+        args: tuple[Any, ...] = () if series_id is None else (series_id,)
+        rows = self.db.execute(
+            "SELECT series_id, run_id, median_ms, value_ms, rounds_ms, verdict, kernels, autotune, "
+            f"reference_ratio, peak_fraction, artifacts FROM measurements {where} ORDER BY series_id, run_id",
+            args,
+        )
+        out: dict[int, list[Point]] = {}
+        decoded: dict[str, Any] = {}  # kernels, autotune and artefacts repeat from run to run
+
+        def decode(text: str) -> Any:
+            value = decoded.get(text)
+            if value is None:
+                value = decoded[text] = json.loads(text)
+            return value
+
+        for sid, rid, median, value, rounds, verdict, kernels, autotune, ratio, peak, arts in rows:
+            created, commit, branch, devices = runs[rid]
+            device = devices_of[sid]
+            out.setdefault(sid, []).append(
+                Point(
+                    run_id=rid,
+                    created=created,
+                    commit=commit,
+                    branch=branch,
+                    median_ms=median,
+                    rounds_ms=rounds,
+                    value_ms=value,
+                    verdict=verdict,
+                    kernels=kernels,
+                    autotune=None if autotune is None else decode(autotune),
+                    environment=devices.get(device, _NO_ENV),
+                    reference_ratio=ratio,
+                    peak_fraction=peak,
+                    artifacts=tuple(decode(arts)),
+                )
+            )
+        if not in_order:
+            for points in out.values():
+                points.sort(key=lambda p: rank[p.run_id])
+        return out
+
+    def measurements(self) -> Iterator[dict[str, Any]]:
+        """Every measurement with its series and run, for export; oldest run first."""
+        cursor = self.db.execute(
+            "SELECT r.id, r.created, r.commit_sha, r.branch, s.test, s.name, s.device, s.cache, s.metric, "
+            "m.verdict, m.method, m.median_ms, m.ci_low_ms, m.ci_high_ms, m.n, m.rounds_ms, m.quantiles_ms, "
+            "m.kernels, m.autotune, m.reference_ratio, m.reference_ms, m.bytes, m.gb_per_s, m.peak_gb_per_s, "
+            "m.peak_fraction, m.artifacts FROM measurements m JOIN runs r ON r.id = m.run_id "
+            "JOIN series s ON s.id = m.series_id "
+            "ORDER BY r.created, r.id, s.test, s.name, s.device, s.cache, s.metric"
+        )
+        names = [d[0] for d in cursor.description]
+        names[0], names[2] = "run_id", "commit"
+        for row in cursor:
+            item = dict(zip(names, row, strict=True))
+            for key in ("rounds_ms", "quantiles_ms", "kernels", "autotune", "artifacts"):
+                if item[key] is not None:
+                    item[key] = json.loads(item[key])
+            yield item
+
+    def peaks(self) -> dict[str, float]:
+        """Device name -> its latest measured copy bandwidth in GB/s, across stored runs."""
+        out: dict[str, float] = {}
+        for (peaks,) in self.db.execute("SELECT peaks FROM runs ORDER BY created, id"):
+            for device, peak in json.loads(peaks).items():
+                value = _number(peak.get("gb_per_s")) if isinstance(peak, dict) else None
+                if value:
+                    out[device] = value
+        return out
+
+    # change point cache
+
+    def cached_analysis(self, series_id: int, last_run_id: int, runs: int, params: str) -> Any | None:
+        row = self.db.execute(
+            "SELECT result FROM analyses WHERE series_id = ? AND last_run_id = ? AND runs = ? AND params = ?",
+            (series_id, last_run_id, runs, params),
+        ).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def cache_analyses(self, items: Sequence[tuple[int, int, int, str, Any]]) -> None:
+        """Store (series id, last run id, runs, params, result) rows; best effort under contention."""
+        if not items:
+            return
+
+        def action(db: sqlite3.Connection) -> None:
+            db.executemany(
+                "INSERT OR REPLACE INTO analyses (series_id, last_run_id, runs, params, result) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(s, last, n, params, _dumps(result)) for s, last, n, params, result in items],
+            )
+
+        self._write(action, "caching change points")
+
+    # maintenance
+
+    def prune(self, keep: int) -> int:
+        """Keep the newest `keep` runs (by created time); return how many runs were removed."""
+        if keep < 0:
+            raise HistoryError("--keep must be zero or more")
+
+        def action(db: sqlite3.Connection) -> int:
+            doomed = [
+                int(r[0])
+                for r in db.execute(
+                    "SELECT id FROM runs ORDER BY created DESC, id DESC LIMIT -1 OFFSET ?", (keep,)
+                ).fetchall()
+            ]
+            db.executemany("DELETE FROM measurements WHERE run_id = ?", [(r,) for r in doomed])
+            db.executemany("DELETE FROM runs WHERE id = ?", [(r,) for r in doomed])
+            db.execute("DELETE FROM analyses")
+            db.execute("DELETE FROM series WHERE id NOT IN (SELECT DISTINCT series_id FROM measurements)")
+            return len(doomed)
+
+        return self._write(action, "pruning")
+
+
+_NO_ENV: dict[str, str] = {}
+
+
+def _float_list(text: str) -> tuple[float, ...]:
+    """A JSON list of numbers as this module writes it, read faster than json.loads."""
+    inner = text[1:-1]
+    return tuple(map(float, inner.split(","))) if inner else ()
+
+
+_ROW_FIELDS = (
+    "verdict",
+    "method",
+    "median_ms",
+    "value_ms",
+    "ci_low_ms",
+    "ci_high_ms",
+    "n",
+    "rounds_ms",
+    "quantiles_ms",
+    "kernels",
+    "autotune",
+    "reference_ratio",
+    "reference_ms",
+    "bytes",
+    "gb_per_s",
+    "peak_gb_per_s",
+    "peak_fraction",
+    "artifacts",
+)
+
+
+def load_run_file(path: Path) -> dict[str, Any]:
+    """The parsed JSON of a run file; HistoryError naming the file when it cannot be used."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise HistoryError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HistoryError(f"{path}: cannot be read: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise HistoryError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    validate_run(data, str(path))
+    assert isinstance(data, dict)
+    return data

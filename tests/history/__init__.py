@@ -1,0 +1,1 @@
+"""Tests of the run history (pytest_kernelperf.history)."""

@@ -1,0 +1,30 @@
+"""Fixtures of the history tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_kernelperf.history import changepoints
+from pytest_kernelperf.history.store import HistoryStore
+
+from .historykit import split_backend
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: takes more than a few seconds (parallel writers, browser)")
+
+
+@pytest.fixture
+def stand_in_detector(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The history's commands use `split_backend` in place of Otava."""
+    monkeypatch.setattr(changepoints, "otava_available", lambda: True)
+    monkeypatch.setattr(changepoints, "otava_backend", split_backend)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[HistoryStore]:
+    with HistoryStore(tmp_path / "history.sqlite") as db:
+        yield db

@@ -1,0 +1,126 @@
+"""Run file dicts as `pytest --kernelperf-json` writes them (docs/json-schema.md), made up for tests."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+H200 = "NVIDIA H200"
+DEVICE_ENV = {"torch": "2.13.0", "triton": "3.6.0", "cuda": "12.8", "driver": "570.86", "capability": "9.0"}
+
+
+def result(
+    nodeid: str,
+    median_ms: float,
+    *,
+    name: str | None = None,
+    device: str = H200,
+    cache: str = "hot",
+    rounds: Sequence[float] | None = None,
+    kernels: Sequence[tuple[str, str | None]] | None = None,
+    autotune: dict[str, Any] | None = None,
+    nbytes: int | None = None,
+    reference_ratio: float | None = None,
+    host_ms: float | None = None,
+    artifacts: Sequence[str] = (),
+    samples: int = 20,
+) -> dict[str, Any]:
+    rng = random.Random(f"{nodeid}:{median_ms}")
+    samples_ms = [median_ms * (1 + rng.gauss(0, 0.002)) for _ in range(samples)]
+    device_time: dict[str, Any] = {
+        "method": "cupti",
+        "median_ms": median_ms,
+        "ci_ms": [median_ms * 0.999, median_ms * 1.001],
+        "n": samples,
+        "samples_ms": samples_ms,
+    }
+    if rounds is not None:
+        device_time["rounds_ms"] = list(rounds)
+    out: dict[str, Any] = {
+        "nodeid": nodeid,
+        "name": name,
+        "module": nodeid.split("::", maxsplit=1)[0],
+        "test_id": nodeid.split("::", 1)[-1] + (f"::{name}" if name else ""),
+        "device": device,
+        "cache": cache,
+        "verdict": "same",
+        "device_time": device_time,
+        "host_latency": None if host_ms is None else {"method": "cuda-event", "median_ms": host_ms},
+        "baseline": None,
+        "comparison": None,
+        "host_comparison": None,
+        "reference": None
+        if reference_ratio is None
+        else {
+            "method": "cupti",
+            "median_ms": median_ms / reference_ratio,
+            "ci_ms": [0.0, 1.0],
+            "samples_ms": [median_ms / reference_ratio],
+            "ratio": reference_ratio,
+            "max_ratio": 2.0,
+            "p_value": None,
+            "alpha": 0.01,
+            "exceeded": False,
+            "reason": "within max_ratio",
+        },
+        "throughput": {"bytes": nbytes, "bytes_inferred": False, "flops": None},
+        "baseline_entry": {
+            "recorded": "2026-12-01T00:00:00Z",
+            "environment": {"torch": "2.13.0"},
+            "device_time": {
+                "method": "cupti",
+                "median_ms": median_ms,
+                "ci_ms": [median_ms * 0.999, median_ms * 1.001],
+                "n": samples,
+                "quantiles_ms": sorted(samples_ms)[::4],
+            },
+            "host_latency": None,
+            "kernels": None
+            if kernels is None
+            else [
+                {"name": k, "launches": 1, "share": 1.0, "ms": median_ms, "code": code} for k, code in kernels
+            ],
+        },
+        "notes": [],
+        "artifacts": list(artifacts),
+        "wall_s": 0.1,
+    }
+    if autotune is not None:
+        out["autotune"] = autotune
+    return out
+
+
+def run(
+    results: Sequence[dict[str, Any]],
+    *,
+    created: str = "2026-12-01T00:00:00Z",
+    device_env: dict[str, str] | None = None,
+    peaks: dict[str, float] | None = None,
+    devices: Sequence[str] = (H200,),
+) -> dict[str, Any]:
+    return {
+        "schema": "pytest-kernelperf-run",
+        "schema_version": 1,
+        "plugin_version": "0.1.0",
+        "created": created,
+        "mode": "compare",
+        "settings": {"threshold": 0.05, "alpha": 0.01, "cache": "hot"},
+        "environment": {"python": "3.11.2", "platform": "Linux", "pytest": "8.4.0"},
+        "devices": [
+            {"kind": "cuda", "name": d, "index": 0, "environment": dict(device_env or DEVICE_ENV)}
+            for d in devices
+        ],
+        "peaks": {
+            d: {"device": d, "gb_per_s": gbps, "bytes": 1 << 30, "method": "copy", "measured": created}
+            for d, gbps in (peaks or {}).items()
+        },
+        "totals": {"same": len(results)},
+        "results": list(results),
+        "artifacts": {"folder": ".kernelperf", "json": "run.json"},
+    }
+
+
+def created(i: int) -> str:
+    """An increasing UTC time for the i-th run of a history."""
+    return f"2026-11-{1 + i // 1440:02d}T{(i // 60) % 24:02d}:{i % 60:02d}:00Z"

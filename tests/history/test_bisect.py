@@ -1,0 +1,152 @@
+"""`python -m pytest_kernelperf bisect GOOD BAD -- PYTEST_ARGS` on a generated repository with a planted
+slowdown; and its judge."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_kernelperf import cli
+from pytest_kernelperf.history.bisect import SKIP, explain, is_slower, judge
+
+from . import runfiles as rf
+
+CONFTEST = """
+import pytest
+from pytest_kernelperf.testing import FakeProfiler, ScriptedTimer
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_kernelperf_make_timer(config, settings, device):
+    return ScriptedTimer(samples=10)
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_kernelperf_profile_call(config, profile_request):
+    return FakeProfiler()(profile_request)
+"""
+
+# The kernel's stated time and its generated code's hash come from files of the commit.
+TEST_MODULE = """
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).parent
+
+def kernel(x):
+    return x * 2
+
+kernel.fake_ms = float((HERE / "speed.txt").read_text())
+kernel.fake_kernels = [("triton_poi_fused_mul_0", 1, kernel.fake_ms, (HERE / "code.txt").read_text().strip())]
+
+def test_mul(kernel_bench):
+    kernel_bench(kernel, torch.ones(8))
+"""
+
+
+def test_is_slower_compares_medians_against_the_threshold() -> None:
+    assert is_slower({"median_ms": 1.0}, {"median_ms": 1.051}, 0.05)
+    assert not is_slower({"median_ms": 1.0}, {"median_ms": 1.049}, 0.05)
+    assert not is_slower({"median_ms": 1.0}, {"median_ms": 0.5}, 0.05)
+    assert not is_slower({"median_ms": None}, {"median_ms": 2.0}, 0.05)
+
+
+def test_judge_skips_a_commit_with_nothing_to_compare() -> None:
+    good = rf.run([rf.result("t.py::test_a", 1.0)])
+    assert judge(good, rf.run([rf.result("t.py::test_b", 9.0)]), 0.05)[0] == SKIP
+    status, lines = judge(good, rf.run([rf.result("t.py::test_a", 1.2)]), 0.05)
+    assert status == 1 and lines == ["slower t.py::test_a on NVIDIA H200 (hot): +20.0% against GOOD"]
+    assert judge(good, rf.run([rf.result("t.py::test_a", 1.01)]), 0.05)[0] == 0
+
+
+def test_explain_attributes_the_slowdown() -> None:
+    before = rf.run([rf.result("t.py::test_a", 1.0, kernels=[("k0", "aaaa")], autotune={"BLOCK": 64})])
+    after = rf.run(
+        [rf.result("t.py::test_a", 1.2, kernels=[("k0", "bbbb")], autotune={"BLOCK": 64})],
+        device_env={**rf.DEVICE_ENV, "torch": "2.14.0"},
+    )
+    (line,) = explain(before, after, "1" * 40, "2" * 40, 0.05)
+    assert line == (
+        "t.py::test_a on NVIDIA H200 (hot): at 2222222: +20.0% against 1111111; "
+        "generated code of k0 changed; "
+        "autotune choice unchanged; environment changed: torch 2.13.0 -> 2.14.0"
+    )
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
+    return subprocess.run(
+        ["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env
+    ).stdout
+
+
+def _commit(repo: Path, message: str, **files: str) -> str:
+    for name, text in files.items():
+        (repo / name).write_text(text, encoding="utf-8")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", message)
+    return _git(repo, "rev-parse", "HEAD").strip()
+
+
+@pytest.mark.slow
+def test_bisect_finds_the_planted_slowdown_and_its_cause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    good = _commit(
+        repo,
+        "kernel and its test",
+        **{
+            "conftest.py": CONFTEST,
+            "test_k.py": textwrap.dedent(TEST_MODULE),
+            "speed.txt": "1.0",
+            "code.txt": "aaaa",
+        },
+    )
+    planted = _commit(repo, "unroll the loop", **{"speed.txt": "1.2", "code.txt": "bbbb"})
+    bad = _commit(repo, "docs", **{"README": "a kernel, unrolled\n"})
+
+    out = io.StringIO()
+    status = cli.main(
+        [
+            "bisect",
+            good,
+            bad,
+            "--repo",
+            str(repo),
+            "--",
+            "test_k.py",
+            "--kernelperf-profile",
+            "-p",
+            "no:hypothesispytest",
+        ],
+        out=out,
+    )
+    text = out.getvalue()
+    assert status == 0, text
+    assert f"first bad commit: {planted} unroll the loop" in text
+    assert f"test_k.py::test_mul on {_cpu_name(text)} (hot): at {planted[:7]}: +20.0% against" in text
+    assert (
+        "generated code of triton_poi_fused_mul_0 changed; autotune choice not recorded; "
+        "environment unchanged" in text
+    )
+    assert _git(repo, "worktree", "list").count("\n") == 1  # the temporary worktrees are gone
+    assert _git(repo, "status", "--porcelain") == ""
+
+
+def _cpu_name(text: str) -> str:
+    line = next(x for x in text.splitlines() if "test_k.py::test_mul on " in x and ": at " in x)
+    return line.split(" on ", 1)[1].split(" (hot)")[0]
