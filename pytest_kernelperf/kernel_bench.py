@@ -42,7 +42,7 @@ def no_guard() -> AbstractContextManager[None]:
 
 
 @dataclass(frozen=True)
-class Hooks:
+class Callbacks:
     """What the bench needs from its host (pytest, or a test)."""
 
     fail: Callable[[str], NoReturn]
@@ -71,7 +71,7 @@ class KernelBench:
         nodeid: str,
         settings: Settings,
         store: BaselineStore,
-        hooks: Hooks,
+        hooks: Callbacks,
         device: str,
     ) -> None:
         self.nodeid = nodeid

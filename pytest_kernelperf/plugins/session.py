@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from pytest_kernelperf.baselines import BaselineStore, FileUpdate
-from pytest_kernelperf.kernel_bench import Hooks, KernelBench, no_guard
+from pytest_kernelperf.kernel_bench import Callbacks, KernelBench, no_guard
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.timing import Timer
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
@@ -50,7 +50,7 @@ class KernelperfSession:
         settings = self.settings
         if marker_kwargs:
             settings = settings.with_marker(marker_kwargs, where=f"@pytest.mark.kernelperf on {nodeid}")
-        hooks = Hooks(
+        hooks = Callbacks(
             fail=self._fail,
             warn=_warn,
             record=self.results.append,
