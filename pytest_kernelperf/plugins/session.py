@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, NoReturn
@@ -43,8 +43,6 @@ class KernelperfSession:
         self._profile = profile
         self._device_cache: dict[str, DeviceInfo] = {}
         self._guard = guard  # per test id: wraps each kernel_bench call (see faults.py)
-        self.blocked: str | None = None  # why this process must not write baseline files
-        self.remove: dict[Path, set[str]] = {}  # unused test ids to prune, per file
 
     def bench(self, nodeid: str, marker_kwargs: dict[str, Any] | None, device: str) -> KernelBench:
         settings = self.settings
@@ -71,9 +69,10 @@ class KernelperfSession:
         """The devices this run timed on (for reports: their environment and peak bandwidth)."""
         return list(self._device_cache.values())
 
-    def finish(self) -> None:
-        if self.settings.update and self.blocked is None:
-            self.updates = self.store.write(remove=self.remove)
+    def write_baselines(self, remove: Mapping[Path, Collection[str]]) -> list[FileUpdate]:
+        """Write the staged entries, and drop the `remove` test ids' entries (pruning)."""
+        self.updates = self.store.write(remove=remove)
+        return self.updates
 
 
 def _warn(message: str) -> None:

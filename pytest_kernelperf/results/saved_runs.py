@@ -21,11 +21,12 @@ from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.roofline import Peak
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.results.runfile import RunReport
+from pytest_kernelperf.settings import DEFAULTS
 from pytest_kernelperf.verdict.judge import Comparison, Verdict, compare, compare_measured
 
-DEFAULT_THRESHOLD = 0.05
-DEFAULT_ALPHA = 0.01
-DEFAULT_HOST = 0.5
+DEFAULT_THRESHOLD = DEFAULTS["threshold"]
+DEFAULT_ALPHA = DEFAULTS["alpha"]
+DEFAULT_HOST = DEFAULTS["host_threshold"]
 
 ResultKey = tuple[str, str, str, str]  # module, test id, device, cache: one baseline entry
 
