@@ -47,12 +47,18 @@ def display_name(text: str, width: int = MAX_DISPLAY) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def safe_file_name(text: str, fallback: str = "_") -> str:
-    """A file or folder name for `text`: safe characters only, at most MAX_FILE_PART characters,
-    never `.` or `..`; where anything had to change, a short hash of `text` keeps two different
-    texts (`a/b` and `a_b`) from sharing a name."""
-    safe = _UNSAFE.sub("_", text).strip("._")
-    if safe == text and len(safe) <= MAX_FILE_PART:
+def file_part(text: str, fallback: str = "_", limit: int = MAX_FILE_PART) -> str:
+    """`text` as a file or folder name: safe characters only, at most `limit` characters, never
+    empty, `.` or `..`. For names made from our own words (a GPU, a plot); see unique_file_part."""
+    return (_UNSAFE.sub("_", text).strip("._") or fallback)[:limit]
+
+
+def unique_file_part(text: str, fallback: str = "_", separator: str = "-") -> str:
+    """file_part(text), plus a short hash of `text` wherever it had to change, so that two
+    different user-given texts (`a/b` and `a_b`, `.` and `..`, two long names with one prefix)
+    never share a file or folder."""
+    safe = file_part(text, fallback)
+    if safe == text:
         return safe
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    return f"{(safe or fallback)[: MAX_FILE_PART - 11]}-{digest}"
+    return f"{safe[: MAX_FILE_PART - 11]}{separator}{digest}"

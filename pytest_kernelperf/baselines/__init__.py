@@ -43,6 +43,7 @@ from typing import Any
 
 import yaml
 
+from pytest_kernelperf.formatting import significant
 from pytest_kernelperf.profiling.inventory import KernelRecord
 
 SCHEMA_VERSION = 1
@@ -484,7 +485,7 @@ class _Dumper(yaml.SafeDumper):
 
 def rounded(value: float) -> float:
     """Six significant digits: far below any timing's noise, and short diffs."""
-    return float(f"{value:.6g}")
+    return significant(value, 6)
 
 
 def _rounded_metric(record: MetricRecord) -> MetricRecord:

@@ -8,7 +8,6 @@ only gathers what the run produced and writes it where it was asked to go.
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import platform
 from collections.abc import Generator
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_kernelperf import __version__
+from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.measure import roofline
 from pytest_kernelperf.plugins.session import KernelperfSession
 from pytest_kernelperf.results import render, runfile
@@ -143,7 +143,7 @@ class Reports:
         mode = "update" if settings.update else "compare" if settings.timing else "check"
         return runfile.RunReport(
             plugin_version=__version__,
-            created=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            created=utc_stamp(),
             mode=mode,
             settings={
                 "threshold": settings.threshold,

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_kernelperf.baselines import FileUpdate
+from pytest_kernelperf.formatting import significant
+from pytest_kernelperf.ids import display_name, split_nodeid
 from pytest_kernelperf.measure.roofline import Peak, figures
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.verdict.judge import Verdict
@@ -51,7 +53,8 @@ def group_key(result: BenchResult) -> tuple[str, str]:
     base = result.nodeid[: match.start()] if match else result.nodeid
     row = match["param"] if match else ""
     if result.name:
-        row = f"{row}/{result.name}" if row else result.name
+        name = display_name(result.name)  # a 500-character name must not widen every row
+        row = f"{row}/{name}" if row else name
     return base, row or "-"
 
 
@@ -62,8 +65,8 @@ def grouped(
     modules: dict[str, dict[str, list[tuple[str, BenchResult]]]] = {}
     for result in results:
         base, row = group_key(result)
-        module, _, test = base.partition("::")
-        modules.setdefault(module, {}).setdefault(test or module, []).append((row, result))
+        module, test = split_nodeid(base)
+        modules.setdefault(module, {}).setdefault(test, []).append((row, result))
     return modules
 
 
@@ -358,7 +361,7 @@ PROPERTY_PREFIX = "kernelperf"
 
 
 def _round(value: float) -> float:
-    return float(f"{value:.6g}")
+    return significant(value, 6)
 
 
 def properties(result: BenchResult) -> list[tuple[str, object]]:
