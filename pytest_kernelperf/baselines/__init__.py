@@ -726,10 +726,6 @@ def file_for(baseline_dir: Path, module: str) -> Path:
     return baseline_dir.joinpath(*parts)
 
 
-def iter_tests(entries: Mapping[EntryKey, BaselineEntry]) -> Iterator[str]:
-    return iter(sorted({key.test for key in entries}))
-
-
 # --- the session's view of all baseline files --------------------------------------------------
 
 

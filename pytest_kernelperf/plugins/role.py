@@ -3,7 +3,8 @@
 Only the main process (a plain run, or the pytest-xdist controller, or the parent of isolated
 tests) writes anything the user reads: baseline files, the JSON, markdown, plots, the GitHub step
 summary, the terminal table and the peak-bandwidth cache. An xdist worker and an isolated test's
-child hand what they measured to that process instead. Every writer asks `role_of(config)`.
+child hand what they measured to that process instead. Every writer asks the role kept in
+`config.stash[ROLE]`; plugins/run.py calls the writers only where the role writes.
 """
 
 from __future__ import annotations
@@ -38,7 +39,3 @@ def decide(config: pytest.Config) -> Role:
     if hasattr(config, "workerinput"):
         return Role.WORKER
     return Role.MAIN
-
-
-def role_of(config: pytest.Config) -> Role:
-    return config.stash[ROLE]

@@ -91,14 +91,6 @@ def totals(results: Iterable[BenchResult]) -> str:
     return ", ".join(parts) if parts else "no results"
 
 
-def table(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [
-        indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
-
-
 # --- one row per result ------------------------------------------------------------------------
 
 
@@ -257,15 +249,6 @@ def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | Non
     )
     lines.append((("kernelperf: ", "bold"), (overall, worst or "bold")))
     return lines
-
-
-def plain(lines: Iterable[Line]) -> list[str]:
-    return ["".join(text for text, _ in line).rstrip() for line in lines]
-
-
-def terminal_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | None = None) -> list[str]:
-    """The summary table as plain text."""
-    return plain(styled_lines(results, peaks))
 
 
 def peak_lines(peaks: Mapping[str, Peak]) -> list[str]:
