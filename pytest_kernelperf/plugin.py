@@ -58,7 +58,7 @@ def pytest_configure(config: pytest.Config) -> None:
     role = config.stash[ROLE] = decide_role(config)
     faults = FaultGuard()
     # The parent of isolated tests measures nothing itself: its children pin their GPUs.
-    gpus = GpuPlacement(settings, runs_kernels_here=not (role is Role.MAIN and settings.isolate))
+    gpus = GpuPlacement(settings, runs_kernels_here=role is Role.CHILD or not settings.isolate)
     session = config.stash[SESSION] = KernelperfSession(
         settings,
         make_timer=lambda s, device: gpus.wrap_timer(_make_timer(config, s, device)),

@@ -71,3 +71,40 @@ def test_isolated_children_write_nothing_and_the_parent_writes_once(
     ]
     assert project.baseline_file.exists()
     assert result.stdout.str().count("= kernelperf =") == 1
+
+
+ISOLATED_TESTS = """
+import os
+import torch
+
+def kernel(x):
+    return x * 2
+kernel.fake_ms = 1.0
+
+def test_one(kernel_bench):
+    assert os.environ.get("KERNELPERF_ISOLATE_NODEID") == "test_kernels.py::test_one"
+    kernel_bench(kernel, torch.ones(8))
+
+def test_two(kernel_bench):
+    assert os.environ.get("KERNELPERF_ISOLATE_NODEID") == "test_kernels.py::test_two"
+    kernel_bench(kernel, torch.ones(8))
+"""
+
+
+def test_xdist_workers_isolate_their_tests_and_only_the_controller_writes(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.module(ISOLATED_TESTS)
+    summary = project.pytester.path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+
+    result = project.pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "2", "--kernelperf-update-baselines", "--kernelperf-isolate"
+    )
+
+    result.assert_outcomes(passed=2)
+    assert summary.read_text().count("pytest-kernelperf") == 1
+    from pytest_kernelperf.baselines import read
+
+    assert {key.test for key in read(project.baseline_file)} == {"test_one", "test_two"}

@@ -36,7 +36,8 @@ _WORKER = re.compile(r"^gw(?P<number>[0-9]+)$")
 
 
 def worker_id() -> str | None:
-    """The pytest-xdist worker this process is (or was started by), e.g. "gw3"."""
+    """The pytest-xdist worker this process is (or was started by), e.g. "gw3": it picks the GPU.
+    Whether this process writes files is its role's question (plugins/role.py), not this one's."""
     return os.environ.get(WORKER_VARIABLE) or None
 
 

@@ -65,7 +65,7 @@ class KernelperfRun:
             assert target is not None
             self.child = isolate.IsolatedChild(self.config, target[0])
             manager.register(self.child, "kernelperf-isolated-child")
-        elif self.role is Role.MAIN and self.settings.isolate:
+        elif self.settings.isolate:  # the main process or an xdist worker isolates its tests
             manager.register(isolate.IsolatingParent(self.config, self.absorb), "kernelperf-isolate")
 
     # --- payloads of other processes ------------------------------------------------------------
