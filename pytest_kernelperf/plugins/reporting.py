@@ -19,6 +19,7 @@ import pytest
 from pytest_kernelperf import __version__
 from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.measure import roofline
+from pytest_kernelperf.plugins.role import ROLE
 from pytest_kernelperf.plugins.session import KernelperfSession
 from pytest_kernelperf.results import render, runfile
 from pytest_kernelperf.results.result import BenchResult
@@ -84,6 +85,8 @@ class Reports:
         """Write the plots, markdown, step summary and JSON this run asked for, after the baselines
         (the JSON names the files written). Only the main process calls this. False when one of
         them could not be written."""
+        if not self.config.stash[ROLE].writes:
+            return True
         settings = self.state.settings
         results = list(self.state.results)
         if settings.timing:
@@ -178,6 +181,8 @@ class Reports:
         )
 
     def write_terminal(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if not self.config.stash[ROLE].writes:
+            return
         lines = render.styled_lines(self.state.results, self.peaks)
         if lines:
             terminalreporter.section("kernelperf")
