@@ -19,6 +19,7 @@ from typing import TextIO
 
 from pytest_kernelperf.results import render, runfile, saved_runs
 from pytest_kernelperf.results.result import BenchResult
+from pytest_kernelperf.settings import DEFAULTS
 from pytest_kernelperf.verdict.judge import Verdict, parse_threshold
 
 ANSI = {"bad": "\x1b[31;1m", "good": "\x1b[32m", "warn": "\x1b[33m", "bold": "\x1b[1m"}
@@ -83,8 +84,9 @@ def parser() -> argparse.ArgumentParser:
     update.add_argument(
         "--baseline-dir",
         type=Path,
-        default=Path("baselines"),
-        help="folder of the YAML baselines (default: ./baselines, the plugin's default at the rootdir)",
+        default=DEFAULTS["baseline_dir"],
+        help=f"folder of the YAML baselines (default: ./{DEFAULTS['baseline_dir']}, the plugin's default "
+        "at the rootdir)",
     )
 
     show = commands.add_parser(

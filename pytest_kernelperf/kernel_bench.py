@@ -24,6 +24,8 @@ from pytest_kernelperf.baselines import (
     as_stored,
 )
 from pytest_kernelperf.correctness import Mismatch, Uncomparable, assert_matches, mutated, snapshot
+from pytest_kernelperf.formatting import utc_stamp
+from pytest_kernelperf.ids import check_name, entry_test_id, split_nodeid
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.roofline import tensor_bytes
 from pytest_kernelperf.measure.timing import Metric, Target, Timer, Timing, TimingError
@@ -43,7 +45,7 @@ def no_guard() -> AbstractContextManager[None]:
 
 
 @dataclass(frozen=True)
-class Hooks:
+class Callbacks:
     """What the bench needs from its host (pytest, or a test)."""
 
     fail: Callable[[str], NoReturn]  # stops the test: a usage error, or a call that cannot go on
@@ -81,7 +83,7 @@ class KernelBench:
         nodeid: str,
         settings: Settings,
         store: BaselineStore,
-        hooks: Hooks,
+        hooks: Callbacks,
         device: str,
     ) -> None:
         self.nodeid = nodeid
@@ -90,9 +92,7 @@ class KernelBench:
         self._store = store
         self._hooks = hooks
         self._names: set[str | None] = set()
-        module, _, test = nodeid.partition("::")
-        self._module = module
-        self._test = test or module
+        self._module = split_nodeid(nodeid)[0]
 
     # -- public ------------------------------------------------------------------------------
 
@@ -173,6 +173,10 @@ class KernelBench:
 
     def _claim(self, name: str | None) -> None:
         __tracebackhide__ = True
+        try:
+            check_name(name)
+        except ValueError as exc:
+            self._hooks.fail(f"kernel_bench in {self.nodeid}: {exc}")
         if name in self._names:
             label = "without a name" if name is None else f"with name={name!r}"
             self._hooks.fail(
@@ -302,9 +306,7 @@ class KernelBench:
         __tracebackhide__ = True
         device = self._hooks.device_info(kind)
         path = self._store.path_for(self._module)
-        key = EntryKey(
-            self._test if name is None else f"{self._test}::{name}", device.name, self.settings.cache
-        )
+        key = EntryKey(entry_test_id(self.nodeid, name), device.name, self.settings.cache)
         baseline = self._baseline(path, key)
         prefer = baseline.device_time.method if baseline else None
         try:
@@ -506,7 +508,7 @@ class KernelBench:
         return BaselineEntry(
             device_time=_record_of(timing.device_time),
             host_latency=_record_of(host) if host is not None else None,
-            recorded=self._hooks.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+            recorded=utc_stamp(self._hooks.now()),
             environment=_environment(timing, device),
             kernels=profiled.kernels if profiled is not None else None,
         )

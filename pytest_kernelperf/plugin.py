@@ -1,6 +1,7 @@
 """pytest hooks, options, the `kernelperf` marker and the `kernel_bench` fixture.
 
-Each hook is a few lines that delegate to the run's KernelperfSession, kept in `config.stash`.
+Each hook is a few lines that delegate to the run's KernelperfSession, kept in `config.stash`, or to
+the plugin objects of plugins/run.py, registered here once this process's role is decided.
 Nothing here imports torch: a pytest run that never uses `kernel_bench` never pays for it.
 """
 
@@ -14,11 +15,15 @@ import pytest
 
 from pytest_kernelperf import hookspec
 from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.measure.faults import FaultGuard
 from pytest_kernelperf.measure.timing import Timer, make_timer
-from pytest_kernelperf.plugins.reliability import Reliability
+from pytest_kernelperf.plugins.gpus import GpuPlacement
+from pytest_kernelperf.plugins.role import ROLE, Role
+from pytest_kernelperf.plugins.role import decide as decide_role
+from pytest_kernelperf.plugins.run import KernelperfRun
 from pytest_kernelperf.plugins.session import KernelperfSession
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
-from pytest_kernelperf.settings import MARKER_KEYS, OPTIONS, Settings, SettingsError, resolve
+from pytest_kernelperf.settings import MARKER_KEYS, OPTIONS, Settings, SettingsError, merge_markers, resolve
 
 SESSION = pytest.StashKey[KernelperfSession]()
 
@@ -35,80 +40,35 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kernelperf", "kernel performance regression testing (pytest-kernelperf)")
-    group.addoption(
-        "--kernelperf",
-        action="store_true",
-        default=False,
-        help="time kernel_bench calls and compare them with the stored baselines",
-    )
-    group.addoption(
-        "--kernelperf-update-baselines",
-        action="store_true",
-        default=False,
-        help="time kernel_bench calls and write their baselines (entries of tests that did not run are kept)",
-    )
     for option in OPTIONS:
-        dest = f"kernelperf_{option.field}"
-        if option.flag:
-            group.addoption(option.cli_name, action="store_true", default=None, dest=dest, help=option.help)
-        else:
-            group.addoption(option.cli_name, action="store", default=None, dest=dest, help=option.help)
-        if option.ini:
-            parser.addini(option.ini_name, help=option.help, default=None)
-    # Reliability (reliability.py): pruning, isolation, and GPU CI that must not pass without a GPU.
-    group.addoption(
-        "--kernelperf-prune",
-        action="store_true",
-        default=False,
-        help="with --kernelperf-update-baselines, remove baseline entries of tests that no longer exist "
-        "(entries whose test id was not collected; deselected tests keep theirs)",
-    )
-    group.addoption(
-        "--kernelperf-isolate",
-        action="store_true",
-        default=False,
-        help="run each test that uses kernel_bench in a fresh Python process, so that a kernel that "
-        "crashes or poisons the CUDA context fails only its own test",
-    )
-    group.addoption(
-        "--kernelperf-require-gpu",
-        action="store_true",
-        default=False,
-        help="tests using kernel_bench fail when no CUDA device is usable (for GPU CI jobs)",
-    )
+        action = "store_true" if option.flag else "store"
+        group.addoption(option.cli_name, action=action, default=None, dest=option.dest, help=option.help_text)
+        parser.addini(option.ini_name, help=option.help_text, default=None)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
-    cli = {option.field: config.getoption(f"kernelperf_{option.field}") for option in OPTIONS}
+    cli = {option.field: config.getoption(option.dest) for option in OPTIONS}
     ini = {option.field: config.getini(option.ini_name) for option in OPTIONS}
     try:
         settings = resolve(
-            cli,
-            ini,
-            timing=bool(config.getoption("kernelperf")),
-            update=bool(config.getoption("kernelperf_update_baselines")),
-            rootdir=Path(config.rootpath),
-            ini_file=str(config.inipath or "the ini file"),
+            cli, ini, rootdir=Path(config.rootpath), ini_file=str(config.inipath or "the ini file")
         )
     except SettingsError as exc:
         raise pytest.UsageError(f"pytest-kernelperf: {exc}") from None
-    reliability = Reliability(config, settings)
-    config.stash[SESSION] = KernelperfSession(
+    role = config.stash[ROLE] = decide_role(config)
+    faults = FaultGuard()
+    # The parent of isolated tests measures nothing itself: its children pin their GPUs.
+    gpus = GpuPlacement(settings, runs_kernels_here=role is Role.CHILD or not settings.isolate)
+    session = config.stash[SESSION] = KernelperfSession(
         settings,
-        make_timer=lambda s, device: reliability.wrap_timer(_make_timer(config, s, device)),
+        make_timer=lambda s, device: gpus.wrap_timer(_make_timer(config, s, device)),
         device_info=lambda kind: _device_info(config, kind),
         fail=_fail,
         profile=lambda request: _profile_call(config, request),
-        guard=reliability.guard,
+        guard=lambda nodeid: lambda fn, name: faults.around_call(nodeid, fn, name),
     )
-    reliability.attach(config.stash[SESSION])
-    config.pluginmanager.register(reliability, "kernelperf-reliability")
-    from pytest_kernelperf.plugins.reporting import (
-        Reports,  # the -v words, JUnit properties, summary table and report files
-    )
-
-    config.pluginmanager.register(Reports(config, config.stash[SESSION]), "kernelperf-reports")
+    KernelperfRun(config, session, role, faults, gpus).register()
 
 
 def _fail(message: str) -> Any:
@@ -178,16 +138,17 @@ def kernel_bench(request: pytest.FixtureRequest) -> Any:
         device = default_device()
     except ImportError as exc:
         pytest.fail(f"kernel_bench needs PyTorch ({exc}); install it with `pip install torch`", pytrace=False)
-    marker = request.node.get_closest_marker("kernelperf")
-    if marker is not None and marker.args:
-        pytest.fail(
-            f"@pytest.mark.kernelperf takes keyword arguments only, "
-            f"got {marker.args!r} on {request.node.nodeid}",
-            pytrace=False,
-        )
+    markers = list(request.node.iter_markers("kernelperf"))  # the test's own first, then outwards
+    for marker in markers:
+        if marker.args:
+            pytest.fail(
+                f"@pytest.mark.kernelperf takes keyword arguments only, "
+                f"got {marker.args!r} on {request.node.nodeid}",
+                pytrace=False,
+            )
     try:
         return request.config.stash[SESSION].bench(
-            request.node.nodeid, dict(marker.kwargs) if marker else None, device
+            request.node.nodeid, merge_markers(marker.kwargs for marker in markers), device
         )
     except SettingsError as exc:
         problem = str(exc)
@@ -213,10 +174,3 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None]:
         listed = "\n\n".join(f"{number}. {text}" for number, text in enumerate(failures, start=1))
         pytest.fail(f"{len(failures)} kernel_bench failures in {item.nodeid}:\n\n{listed}", pytrace=False)
     return outcome
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    state = session.config.stash[SESSION]
-    state.finish()
-    if any(update.error for update in state.updates) and session.exitstatus == pytest.ExitCode.OK:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a baseline file could not be written

@@ -1,15 +1,15 @@
 """One frozen Settings per test: marker > command line > ini file > default.
 
-Every option is declared once in OPTIONS, with one help text shared by its command-line flag and its
-ini key. Each value is validated where it is read, and the error names where it came from
-(`--kernelperf-threshold`, ini `kernelperf_threshold`, or the test's marker), so a typo in a CI
-config file is reported as such instead of surfacing as an odd verdict. No pytest import here.
+Every option is declared once in OPTIONS, with its one default and one help text shared by its
+command-line flag and its ini key. Each value is validated where it is read, and the error names
+where it came from (`--kernelperf-threshold`, ini `kernelperf_threshold`, or the test's marker), so
+a typo in a CI config file is reported as such instead of surfacing as an odd verdict. No pytest import here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,121 +80,200 @@ def _path(value: Any) -> Path:
 
 @dataclass(frozen=True)
 class Option:
+    """One option: its Settings field, its one default, and how a value given for it is read.
+
+    Every option is a command-line flag and an ini key with the same help text; `marker` ones can
+    also be set per test with @pytest.mark.kernelperf(...).
+    """
+
     field: str  # Settings field
+    default: Any
     help: str
     parse: Callable[[Any], Any]
     flag: bool = False  # a command-line switch without a value
-    cli: bool = True
-    ini: bool = True
     marker: bool = False  # settable per test with @pytest.mark.kernelperf(...)
+    name: str | None = None  # the flag, where it is not --kernelperf-<field>
 
     @property
     def cli_name(self) -> str:
-        return "--kernelperf-" + self.field.replace("_", "-")
+        return self.name or "--kernelperf-" + self.field.replace("_", "-")
 
     @property
     def ini_name(self) -> str:
+        return self.cli_name.removeprefix("--").replace("-", "_")
+
+    @property
+    def dest(self) -> str:
+        """Where pytest keeps the command-line value (config.getoption)."""
         return "kernelperf_" + self.field
+
+    @property
+    def help_text(self) -> str:
+        """The help of the flag and of the ini key (argparse reads %% as %)."""
+        if self.flag or self.default is None:
+            return self.help
+        return f"{self.help}; default {self.default}"
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("strict", "a missing baseline fails the test instead of passing as new", _bool, flag=True),
+    # What the run does. --kernelperf and --kernelperf-update-baselines exclude each other.
+    Option(
+        "compare",
+        False,
+        "time kernel_bench calls and compare them with the stored baselines",
+        _bool,
+        flag=True,
+        name="--kernelperf",
+    ),
+    Option(
+        "update",
+        False,
+        "time kernel_bench calls and write their baselines (entries of tests that did not run are kept)",
+        _bool,
+        flag=True,
+        name="--kernelperf-update-baselines",
+    ),
+    Option(
+        "prune",
+        False,
+        "with --kernelperf-update-baselines, remove baseline entries and files of tests that no longer "
+        "exist (never on a run narrowed by -k, -m, --lf, --deselect or a test path)",
+        _bool,
+        flag=True,
+    ),
+    Option("strict", False, "a missing baseline fails the test instead of passing as new", _bool, flag=True),
     Option(
         "threshold",
-        "relative change that counts as slower or faster, as a fraction (0.05) or percentage (5%%); "
-        "default 0.05",
+        0.05,
+        "relative change that counts as slower or faster, as a fraction (0.05) or percentage (5%%)",
         _fraction,
         marker=True,
     ),
     Option(
         "alpha",
-        "significance level of the one-sided Mann-Whitney U test that a change must also pass; default 0.01",
+        0.01,
+        "significance level of the one-sided Mann-Whitney U test that a change must also pass",
         _fraction,
         marker=True,
     ),
     Option(
         "host_threshold",
-        "relative change of host latency per call (the launch path) that draws a warning; default 0.5. "
+        0.5,
+        "relative change of host latency per call (the launch path) that draws a warning. "
         "Host latency varies more between processes than device time, so it warns and never fails",
         _fraction,
         marker=True,
     ),
-    Option("baseline_dir", "folder of the YAML baselines; default 'baselines' under the rootdir", _path),
+    Option("baseline_dir", Path("baselines"), "folder of the YAML baselines, under the rootdir", _path),
     Option(
         "profile",
+        False,
         "capture a torch.profiler table, Chrome trace and kernel inventory per timed call (slower and "
         "unreliable calls are always profiled)",
         _bool,
         flag=True,
     ),
     Option(
-        "artifacts", "folder for profiles and other artefacts; default '.kernelperf' under the rootdir", _path
+        "artifacts", Path(".kernelperf"), "folder for profiles and other artefacts, under the rootdir", _path
     ),
     Option(
         "timer",
-        f"timing method: {', '.join(METHODS)}; "
-        "default auto (device time from CUPTI on CUDA, wall clock on CPU)",
+        "auto",
+        f"timing method: {', '.join(METHODS)} (auto: device time from CUPTI on CUDA, wall clock on CPU)",
         _choice(METHODS),
         marker=True,
     ),
     Option(
         "cache",
-        "hot (default) or cold: flush the L2 cache before every trial",
+        "hot",
+        "hot or cold: cold flushes the L2 cache before every trial",
         _choice(CACHE_MODES),
         marker=True,
     ),
-    Option("min_samples", "fewest samples per measurement; default 10", _positive_int, marker=True),
-    Option("min_time", "least seconds of sampling per measurement; default 0.02", _seconds, marker=True),
-    Option("max_time", "time budget in seconds per measurement; default 0.4", _seconds, marker=True),
+    Option("min_samples", 10, "fewest samples per measurement", _positive_int, marker=True),
+    Option("min_time", 0.02, "least seconds of sampling per measurement", _seconds, marker=True),
+    Option("max_time", 0.4, "time budget in seconds per measurement", _seconds, marker=True),
     Option(
         "target_ci",
-        "stop sampling once the median's 95%% confidence interval is this tight (relative); default 0.005",
+        0.005,
+        "stop sampling once the median's 95%% confidence interval is this tight (relative)",
         _fraction,
         marker=True,
     ),
-    Option("warmup", "least seconds of warm-up after the first call; default 0.025", _seconds, marker=True),
+    Option("warmup", 0.025, "least seconds of warm-up after the first call", _seconds, marker=True),
     Option(
         "profile_stack",
+        False,
         "also write folded stacks (export_stacks, for a flame graph) with each profile; costs one more "
         "profiled run",
         _bool,
         flag=True,
     ),
     # Reports (relative paths are relative to the current directory, like --junitxml).
-    Option("json", "write every result, the environment and the artefact paths to this JSON file", _path),
+    Option(
+        "json", None, "write every result, the environment and the artefact paths to this JSON file", _path
+    ),
     Option(
         "markdown",
+        None,
         "write a markdown summary to this file (one is also appended to $GITHUB_STEP_SUMMARY when set)",
         _path,
     ),
-    Option("plot", "write PNG plots to this folder (needs matplotlib)", _path),
+    Option("plot", None, "write PNG plots to this folder (needs matplotlib)", _path),
+    # Processes.
+    Option(
+        "isolate",
+        False,
+        "run each test that uses kernel_bench in a fresh Python process, so that a kernel that "
+        "crashes or poisons the CUDA context fails only its own test",
+        _bool,
+        flag=True,
+    ),
+    Option(
+        "require_gpu",
+        False,
+        "tests using kernel_bench fail when no CUDA device is usable (for GPU CI jobs)",
+        _bool,
+        flag=True,
+    ),
 )
 _BY_FIELD = {option.field: option for option in OPTIONS}
+DEFAULTS: Mapping[str, Any] = {option.field: option.default for option in OPTIONS}
 MARKER_KEYS = tuple(option.field for option in OPTIONS if option.marker)
 
 
 @dataclass(frozen=True)
 class Settings:
-    timing: bool = False  # --kernelperf or --kernelperf-update-baselines
-    update: bool = False
-    strict: bool = False
-    threshold: float = 0.05
-    alpha: float = 0.01
-    host_threshold: float = 0.5
-    baseline_dir: Path = Path("baselines")
-    profile: bool = False
-    artifacts: Path = Path(".kernelperf")
-    timer: str = "auto"
-    cache: str = "hot"
-    min_samples: int = 10
-    min_time: float = 0.02
-    max_time: float = 0.4
-    target_ci: float = 0.005
-    warmup: float = 0.025
-    profile_stack: bool = False
-    json: Path | None = None
-    markdown: Path | None = None
-    plot: Path | None = None
+    """The resolved options of a run or of one test; each default is its OPTIONS row's."""
+
+    compare: bool = DEFAULTS["compare"]
+    update: bool = DEFAULTS["update"]
+    prune: bool = DEFAULTS["prune"]
+    strict: bool = DEFAULTS["strict"]
+    threshold: float = DEFAULTS["threshold"]
+    alpha: float = DEFAULTS["alpha"]
+    host_threshold: float = DEFAULTS["host_threshold"]
+    baseline_dir: Path = DEFAULTS["baseline_dir"]
+    profile: bool = DEFAULTS["profile"]
+    artifacts: Path = DEFAULTS["artifacts"]
+    timer: str = DEFAULTS["timer"]
+    cache: str = DEFAULTS["cache"]
+    min_samples: int = DEFAULTS["min_samples"]
+    min_time: float = DEFAULTS["min_time"]
+    max_time: float = DEFAULTS["max_time"]
+    target_ci: float = DEFAULTS["target_ci"]
+    warmup: float = DEFAULTS["warmup"]
+    profile_stack: bool = DEFAULTS["profile_stack"]
+    json: Path | None = DEFAULTS["json"]
+    markdown: Path | None = DEFAULTS["markdown"]
+    plot: Path | None = DEFAULTS["plot"]
+    isolate: bool = DEFAULTS["isolate"]
+    require_gpu: bool = DEFAULTS["require_gpu"]
+
+    @property
+    def timing(self) -> bool:
+        """kernel_bench times its calls: --kernelperf or --kernelperf-update-baselines."""
+        return self.compare or self.update
 
     def plan(self, prefer_method: str | None = None) -> SamplingPlan:
         return SamplingPlan(
@@ -221,6 +300,16 @@ class Settings:
         return dataclasses.replace(self, **changes)
 
 
+def merge_markers(closest_first: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The arguments of a test's `kernelperf` markers (its own, its class's, its module's...),
+    merged per key: the closest marker that sets a key wins, the others still set the rest."""
+    merged: dict[str, Any] = {}
+    for kwargs in closest_first:
+        for key, value in kwargs.items():
+            merged.setdefault(key, value)
+    return merged
+
+
 def _parse(option: Option, value: Any, where: str) -> Any:
     try:
         return option.parse(value)
@@ -232,23 +321,45 @@ def resolve(
     cli: Mapping[str, Any],
     ini: Mapping[str, Any],
     *,
-    timing: bool,
-    update: bool,
     rootdir: Path,
     ini_file: str = "the ini file",
 ) -> Settings:
     """Settings from command-line values (None where not given) and ini values (None or '' where not set)."""
-    values: dict[str, Any] = {"timing": timing or update, "update": update}
+    values: dict[str, Any] = {}
+    given_on_cli: set[str] = set()
     for option in OPTIONS:
         raw_cli = cli.get(option.field)
         raw_ini = ini.get(option.field)
         if raw_cli is not None and raw_cli is not False:
             values[option.field] = _parse(option, raw_cli, option.cli_name)
+            given_on_cli.add(option.field)
         elif raw_ini not in (None, "", []):
             values[option.field] = _parse(option, raw_ini, f"{option.ini_name} in {ini_file}")
+    _one_mode(values, given_on_cli)
     settings = Settings(**values)
+    if settings.prune and not settings.update:
+        raise SettingsError(
+            "--kernelperf-prune removes unused baseline entries during an update; add "
+            "--kernelperf-update-baselines (without it, unused entries are only reported)"
+        )
     return dataclasses.replace(
         settings,
         baseline_dir=rootdir / settings.baseline_dir,
         artifacts=rootdir / settings.artifacts,
+    )
+
+
+def _one_mode(values: dict[str, Any], given_on_cli: set[str]) -> None:
+    """Compare or update, never both: a run that compared and recorded at once would judge a
+    regression and then make it the new baseline. The command line overrides an ini file's mode."""
+    if not (values.get("compare") and values.get("update")):
+        return
+    on_cli = given_on_cli & {"compare", "update"}
+    if len(on_cli) == 1:
+        values["update" if "compare" in on_cli else "compare"] = False
+        return
+    raise SettingsError(
+        "--kernelperf compares with the baselines and --kernelperf-update-baselines records new ones; "
+        "pass one of them (to record after checking, run `pytest --kernelperf` first, then "
+        "`pytest --kernelperf-update-baselines`)"
     )

@@ -64,7 +64,7 @@ def measure(size: str, slowdown: float) -> Any:
     from pytest_kernelperf.settings import Settings
 
     if size == "small" and WORK:
-        from slow_gelu import gelu_with_work
+        from slow_gelu import gelu_with_work  # type: ignore[import-not-found]  # studies/ is on sys.path
 
         x = torch.randn(SIZES[size], device="cuda")
         work = WORK[slowdown]
@@ -80,7 +80,7 @@ def calibrate() -> dict[float, int]:
     fewest steps whose measured slowdown reaches it (time is not monotonic in steps, so no
     interpolation between them)."""
     import torch
-    from slow_gelu import gelu_with_work
+    from slow_gelu import gelu_with_work  # type: ignore[import-not-found]  # studies/ is on sys.path
 
     from pytest_kernelperf.measure.device import fingerprint
     from pytest_kernelperf.measure.timing import AutoTimer, Target

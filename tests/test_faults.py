@@ -375,11 +375,11 @@ def test_require_gpu_without_a_gpu_errors_every_kernel_bench_test(project: Proje
 
 def test_require_gpu_with_a_gpu_lets_tests_run(monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_kernelperf.measure import device
-    from pytest_kernelperf.plugins import reliability
+    from pytest_kernelperf.plugins import gpus
 
     monkeypatch.setattr(device, "cuda_usable", lambda: True)
-    assert reliability.missing_gpu() is None
+    assert gpus.missing_gpu() is None
     monkeypatch.setattr(device, "cuda_usable", lambda: False)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    problem = reliability.missing_gpu()
+    problem = gpus.missing_gpu()
     assert problem is not None and "CUDA_VISIBLE_DEVICES=''" in problem

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import Project
 
 
@@ -157,3 +158,46 @@ def test_plain_run_does_not_import_torch(pytester: object) -> None:
         "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:hypothesispytest"
     )
     result.assert_outcomes(passed=1)
+
+
+def test_markers_of_module_class_and_test_merge_per_key(project: Project) -> None:
+    project.module(
+        """
+        import pytest
+
+        pytestmark = pytest.mark.kernelperf(alpha=0.001, min_samples=77)
+
+        @pytest.mark.kernelperf(threshold="3%")
+        def test_own_marker(kernel_bench):
+            s = kernel_bench.settings
+            assert (s.threshold, s.alpha, s.min_samples) == (0.03, 0.001, 77)
+
+        @pytest.mark.kernelperf(threshold="9%", cache="cold")
+        class TestK:
+            @pytest.mark.kernelperf(threshold="2%")
+            def test_method(self, kernel_bench):
+                s = kernel_bench.settings
+                assert (s.threshold, s.cache, s.alpha, s.min_samples) == (0.02, "cold", 0.001, 77)
+
+            def test_plain(self, kernel_bench):
+                assert (kernel_bench.settings.threshold, kernel_bench.settings.cache) == (0.09, "cold")
+        """
+    )
+    project.run().assert_outcomes(passed=3)
+
+
+def test_compare_and_update_in_one_run_is_a_usage_error(project: Project) -> None:
+    project.module()
+    result = project.run("--kernelperf", "--kernelperf-update-baselines")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--kernelperf compares with the baselines and --kernelperf-update-baselines*"]
+    )
+    assert not project.baseline_file.exists()
+
+
+def test_every_option_has_an_ini_key(project: Project) -> None:
+    project.module()
+    project.pytester.makeini("[pytest]\nkernelperf_update_baselines = true\nkernelperf_json = run.json\n")
+    project.run().assert_outcomes(passed=1)
+    assert project.baseline_file.exists() and (project.pytester.path / "run.json").exists()

@@ -88,7 +88,10 @@ def test_generated_code_asks_triton_and_the_binaries_for_the_right_names(
 def test_artifact_folder_is_inside_the_root_and_safe() -> None:
     root = Path("/tmp/artefacts")
     folder = capture.artifact_folder(root, "../tests/test_x.py::test_y[a/b]", "fast path")
-    assert folder == root / "tests_test_x.py_test_y_a_b" / "fast_path"
+    assert folder.parent.name.startswith("tests_test_x.py_test_y_a_b-") and folder.name.startswith(
+        "fast_path-"
+    )
+    assert folder.parent.parent == root
     assert capture.artifact_folder(root, "t.py::test", None).name == "default"
 
 

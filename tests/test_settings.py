@@ -4,34 +4,106 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kernelperf.settings import OPTIONS, SettingsError, resolve
+from pytest_kernelperf.measure.timing import SamplingPlan
+from pytest_kernelperf.settings import DEFAULTS, OPTIONS, Settings, SettingsError, merge_markers, resolve
 
 ROOT = Path("/project")
 
 
 def settings(cli: dict[str, object] | None = None, ini: dict[str, object] | None = None) -> object:
-    return resolve(cli or {}, ini or {}, timing=True, update=False, rootdir=ROOT, ini_file="pytest.ini")
+    return resolve(cli or {}, ini or {}, rootdir=ROOT, ini_file="pytest.ini")
 
 
 def test_defaults_and_folders_under_the_rootdir() -> None:
-    result = resolve({}, {}, timing=False, update=False, rootdir=ROOT)
+    result = resolve({}, {}, rootdir=ROOT)
     assert result.threshold == 0.05 and result.alpha == 0.01 and result.timer == "auto"
     assert result.baseline_dir == ROOT / "baselines" and result.artifacts == ROOT / ".kernelperf"
     assert not result.timing
 
 
 def test_update_implies_timing() -> None:
-    assert resolve({}, {}, timing=False, update=True, rootdir=ROOT).timing
+    assert resolve({"update": True}, {}, rootdir=ROOT).timing
+    assert resolve({"compare": True}, {}, rootdir=ROOT).timing
+
+
+def test_compare_and_update_together_is_an_error_naming_both_flags() -> None:
+    with pytest.raises(
+        SettingsError, match=r"--kernelperf compares .* --kernelperf-update-baselines records"
+    ):
+        resolve({"compare": True, "update": True}, {}, rootdir=ROOT)
+    with pytest.raises(SettingsError, match="pass one of them"):
+        resolve({}, {"compare": "true", "update": "true"}, rootdir=ROOT)
+
+
+def test_the_command_line_mode_overrides_the_ini_mode() -> None:
+    updating = resolve({"update": True}, {"compare": "true"}, rootdir=ROOT)
+    assert updating.update and not updating.compare
+    comparing = resolve({"compare": True}, {"update": "true"}, rootdir=ROOT)
+    assert comparing.compare and not comparing.update
+
+
+def test_prune_needs_update() -> None:
+    with pytest.raises(
+        SettingsError, match="--kernelperf-prune removes unused baseline entries during an update"
+    ):
+        resolve({"prune": True, "compare": True}, {}, rootdir=ROOT)
+    assert resolve({"prune": True, "update": True}, {}, rootdir=ROOT).prune
+
+
+def test_every_option_is_a_flag_and_an_ini_key() -> None:
+    names = {option.cli_name: option.ini_name for option in OPTIONS}
+    assert names["--kernelperf"] == "kernelperf"
+    assert names["--kernelperf-update-baselines"] == "kernelperf_update_baselines"
+    for flag in ("--kernelperf-prune", "--kernelperf-isolate", "--kernelperf-require-gpu"):
+        assert names[flag] == flag.removeprefix("--").replace("-", "_")
+
+
+def test_settings_defaults_are_the_table_defaults() -> None:
+    defaults = Settings()
+    for option in OPTIONS:
+        assert getattr(defaults, option.field) == option.default, option.field
+
+
+def test_the_sampling_plan_defaults_match_the_table() -> None:
+    # SamplingPlan (measure/timing.py) keeps defaults for direct use in studies and tests; a run's
+    # plan always comes from Settings.plan, and the two must not drift apart.
+    assert Settings().plan() == SamplingPlan()
+
+
+def test_saved_run_defaults_are_the_table_defaults() -> None:
+    from pytest_kernelperf.results import saved_runs
+
+    assert DEFAULTS["threshold"] == saved_runs.DEFAULT_THRESHOLD
+    assert DEFAULTS["alpha"] == saved_runs.DEFAULT_ALPHA
+    assert DEFAULTS["host_threshold"] == saved_runs.DEFAULT_HOST
+
+
+@pytest.mark.parametrize(
+    ("layers", "merged"),
+    [
+        # the test's own marker, then its class's, then its module's
+        (
+            [{"threshold": "3%"}, {}, {"alpha": 0.001, "min_samples": 77}],
+            {"threshold": "3%", "alpha": 0.001, "min_samples": 77},
+        ),
+        ([{"threshold": "3%"}, {"threshold": "9%", "cache": "cold"}], {"threshold": "3%", "cache": "cold"}),
+        ([], {}),
+    ],
+)
+def test_markers_merge_per_key_and_the_closest_wins(
+    layers: list[dict[str, object]], merged: dict[str, object]
+) -> None:
+    assert merge_markers(layers) == merged
 
 
 def test_command_line_beats_ini() -> None:
-    result = resolve({"threshold": "2%"}, {"threshold": "0.1"}, timing=True, update=False, rootdir=ROOT)
+    result = resolve({"threshold": "2%"}, {"threshold": "0.1"}, rootdir=ROOT)
     assert result.threshold == pytest.approx(0.02)
-    assert resolve({}, {"threshold": "0.1"}, timing=True, update=False, rootdir=ROOT).threshold == 0.1
+    assert resolve({}, {"threshold": "0.1"}, rootdir=ROOT).threshold == 0.1
 
 
 def test_marker_beats_everything() -> None:
-    base = resolve({"threshold": "2%"}, {}, timing=True, update=False, rootdir=ROOT)
+    base = resolve({"threshold": "2%"}, {}, rootdir=ROOT)
     assert base.with_marker({"threshold": 0.2, "cache": "cold"}, where="marker").threshold == 0.2
 
 
@@ -50,12 +122,12 @@ def test_errors_name_where_the_value_came_from(
     cli: dict[str, object], ini: dict[str, object], message: str
 ) -> None:
     with pytest.raises(SettingsError) as info:
-        resolve(cli, ini, timing=True, update=False, rootdir=ROOT, ini_file="pytest.ini")
+        resolve(cli, ini, rootdir=ROOT, ini_file="pytest.ini")
     assert message in str(info.value)
 
 
 def test_marker_rejects_unknown_and_non_marker_keys() -> None:
-    base = resolve({}, {}, timing=True, update=False, rootdir=ROOT)
+    base = resolve({}, {}, rootdir=ROOT)
     with pytest.raises(SettingsError, match=r"unknown argument 'treshold'.*accepted: threshold"):
         base.with_marker({"treshold": 0.1}, where="@pytest.mark.kernelperf on t")
     with pytest.raises(SettingsError, match="unknown argument 'baseline_dir'"):
@@ -68,6 +140,6 @@ def test_every_option_has_help() -> None:
     for option in OPTIONS:
         assert (
             option.help
-            and option.cli_name.startswith("--kernelperf-")
-            and option.ini_name.startswith("kernelperf_")
+            and option.cli_name.startswith("--kernelperf")
+            and option.ini_name.startswith("kernelperf")
         )

@@ -70,10 +70,10 @@ def test_entries_of_a_removed_parameter_are_reported_not_removed(project: Projec
     result.stdout.fnmatch_lines(
         [
             "*= kernelperf unused baselines =*",
-            f"{path}: 1 unused (tests not collected in this run):",
+            f"{path}: 1 unused (tests that no longer exist):",
             "  test_sizes[3]",
             "These tests no longer exist; remove them with "
-            "`pytest --kernelperf-update-baselines --kernelperf-prune`.",
+            "`pytest --kernelperf-update-baselines --kernelperf-prune` on an unfiltered run.",
         ]
     )
     assert path.read_bytes() == before
@@ -100,17 +100,17 @@ def test_plain_run_reports_nothing(project: Project) -> None:
     assert "kernelperf unused baselines" not in result.stdout.str()
 
 
-def test_prune_removes_unused_entries_and_keeps_deselected_ones(project: Project) -> None:
+def test_prune_removes_unused_entries_on_an_unfiltered_run(project: Project) -> None:
     path = recorded(project)
     project.module(PARAMETRIZED.format(params="[1, 2]"))
 
-    result = project.run("--kernelperf-update-baselines", "--kernelperf-prune", "-k", "test_other")
+    result = project.run("--kernelperf-update-baselines", "--kernelperf-prune")
 
-    result.assert_outcomes(passed=1, deselected=3)
+    result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(
         [
-            "*test_kernels.yaml: 0 added, 0 changed, 1 unchanged, 3 kept, 1 unused removed",
-            f"{path}: 1 removed (tests not collected in this run):",
+            "*test_kernels.yaml: 0 added, 0 changed, 4 unchanged, 0 kept, 1 unused removed",
+            f"{path}: 1 removed (tests that no longer exist):",
             "  test_sizes[3]",
         ]
     )
@@ -121,6 +121,93 @@ def test_prune_removes_unused_entries_and_keeps_deselected_ones(project: Project
         "test_other",
     }
     project.run("--kernelperf").assert_outcomes(passed=4)
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["-k", "test_other"], "-k test_other; 3 tests deselected"),
+        (["-m", "not slow"], "-m 'not slow'"),
+        (
+            ["--deselect", "test_kernels.py::test_named"],
+            "--deselect test_kernels.py::test_named; 1 tests deselected",
+        ),
+        (["test_kernels.py::test_other"], "test id argument test_kernels.py::test_other"),
+    ],
+)
+def test_prune_never_deletes_on_a_filtered_run_and_says_why(
+    project: Project, args: list[str], why: str
+) -> None:
+    path = recorded(project)
+    project.module(PARAMETRIZED.format(params="[1, 2]"))
+    before = path.read_bytes()
+
+    result = project.run("--kernelperf-update-baselines", "--kernelperf-prune", *args)
+
+    assert result.ret == pytest.ExitCode.OK
+    nothing = "--kernelperf-prune: nothing pruned, since this run was narrowed by"
+    result.stdout.fnmatch_lines([f"{nothing} {why}: a test that did not run*"])
+    assert path.read_bytes() == before
+
+
+LAST_FAILED = """
+import os
+import torch
+
+def kernel(x):
+    return x * 2
+kernel.fake_ms = 1.0
+
+def test_one(kernel_bench):
+    kernel_bench(kernel, torch.ones(4))
+    assert not os.environ.get("FAIL_ONE")
+
+def test_two(kernel_bench):
+    kernel_bench(kernel, torch.ones(4))
+"""
+
+
+def test_last_failed_does_not_make_live_tests_unused(project: Project) -> None:
+    project.module(LAST_FAILED)
+    project.monkeypatch.setenv("FAKE_MS", "1.0")
+    project.monkeypatch.setenv("FAKE_SCALE", "1.0")
+    run = project.pytester.runpytest  # with the cache provider: --lf needs it
+    run("--kernelperf-update-baselines").assert_outcomes(passed=2)
+    project.monkeypatch.setenv("FAIL_ONE", "1")
+    run().assert_outcomes(passed=1, failed=1)
+
+    compared = run("--lf", "--kernelperf")
+    compared.assert_outcomes(failed=1)
+    assert "no longer exist" not in compared.stdout.str()
+
+    pruned = run("--lf", "--kernelperf-update-baselines", "--kernelperf-prune")
+    pruned.stdout.fnmatch_lines(["--kernelperf-prune: nothing pruned, since this run was narrowed by --lf*"])
+    assert {key.test for key in read(project.baseline_file)} == {"test_one", "test_two"}
+
+
+def test_a_baseline_file_of_a_deleted_module_is_reported_and_pruned_on_an_unfiltered_run(
+    project: Project,
+) -> None:
+    recorded(project)
+    old = project.module(PARAMETRIZED.format(params="[1]"), name="test_old")
+    project.run("--kernelperf-update-baselines", "test_old.py").assert_outcomes(passed=3)
+    stale = project.pytester.path / "baselines" / "test_old.yaml"
+    assert stale.exists()
+    old.unlink()
+
+    reported = project.run("--kernelperf")
+    reported.stdout.fnmatch_lines([f"{stale}: unused (no collected test module has this file)"])
+
+    narrowed = project.run("--kernelperf-update-baselines", "--kernelperf-prune", "-k", "test_other")
+    assert "no collected test module" not in narrowed.stdout.str()
+    assert stale.exists()
+    by_path = project.run("--kernelperf-update-baselines", "--kernelperf-prune", "test_kernels.py")
+    assert "no collected test module" not in by_path.stdout.str()
+    assert stale.exists()
+
+    pruned = project.run("--kernelperf-update-baselines", "--kernelperf-prune")
+    pruned.stdout.fnmatch_lines([f"{stale}: removed (no collected test module has this file)"])
+    assert not stale.exists() and project.baseline_file.exists()
 
 
 def test_prune_without_update_is_a_usage_error(project: Project) -> None:

@@ -43,6 +43,7 @@ from typing import Any
 
 import yaml
 
+from pytest_kernelperf.formatting import significant
 from pytest_kernelperf.profiling.inventory import KernelRecord
 
 SCHEMA_VERSION = 1
@@ -484,7 +485,7 @@ class _Dumper(yaml.SafeDumper):
 
 def rounded(value: float) -> float:
     """Six significant digits: far below any timing's noise, and short diffs."""
-    return float(f"{value:.6g}")
+    return significant(value, 6)
 
 
 def _rounded_metric(record: MetricRecord) -> MetricRecord:
@@ -723,10 +724,6 @@ def file_for(baseline_dir: Path, module: str) -> Path:
         parts = ["_"]
     parts[-1] += ".yaml"
     return baseline_dir.joinpath(*parts)
-
-
-def iter_tests(entries: Mapping[EntryKey, BaselineEntry]) -> Iterator[str]:
-    return iter(sorted({key.test for key in entries}))
 
 
 # --- the session's view of all baseline files --------------------------------------------------

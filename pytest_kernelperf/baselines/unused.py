@@ -28,9 +28,3 @@ def _belongs(test: str, collected: Collection[str]) -> bool:
             return True
         cut = test.rfind("::", 0, cut)
     return False
-
-
-def split_nodeid(nodeid: str) -> tuple[str, str]:
-    """(module path, test id within the module), as the bench keys its entries."""
-    module, _, test = nodeid.partition("::")
-    return module, test or module

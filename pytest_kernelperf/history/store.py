@@ -236,12 +236,6 @@ def quantiles(samples: Sequence[float], count: int = MAX_QUANTILES) -> list[floa
     return out
 
 
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
 def validate_run(run: Any, source: str) -> None:
     if not isinstance(run, dict):
         raise HistoryError(f"{source}: expected a JSON object (a pytest-kernelperf run file)")

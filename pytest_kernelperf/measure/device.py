@@ -20,10 +20,6 @@ class DeviceInfo:
     index: int | None = None  # CUDA ordinal in this process
     environment: dict[str, str] = field(default_factory=dict)
 
-    @property
-    def torch_device(self) -> str:
-        return self.kind if self.index is None else f"{self.kind}:{self.index}"
-
 
 def cuda_usable() -> bool:
     import torch

@@ -26,17 +26,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from pytest_kernelperf.ids import file_part
 from pytest_kernelperf.measure.device import physical_id
 from pytest_kernelperf.measure.timing import SamplingPlan, Target, Timer, Timing, TimingError
 
 WORKER_VARIABLE = "PYTEST_XDIST_WORKER"  # set by pytest-xdist in each worker, inherited by children
 LOCK_TIMEOUT_S = 1800.0
 _WORKER = re.compile(r"^gw(?P<number>[0-9]+)$")
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def worker_id() -> str | None:
-    """The pytest-xdist worker this process is (or was started by), e.g. "gw3"."""
+    """The pytest-xdist worker this process is (or was started by), e.g. "gw3": it picks the GPU.
+    Whether this process writes files is its role's question (plugins/role.py), not this one's."""
     return os.environ.get(WORKER_VARIABLE) or None
 
 
@@ -159,7 +160,7 @@ def _holder(path: Path) -> str:
 
 
 def lock_path(folder: Path, gpu: str) -> Path:
-    return folder / "locks" / f"gpu-{_UNSAFE.sub('_', gpu).strip('_') or 'unknown'}.lock"
+    return folder / "locks" / f"gpu-{file_part(gpu, 'unknown')}.lock"
 
 
 def gpu_key(index: int) -> str:

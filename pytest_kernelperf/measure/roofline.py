@@ -9,7 +9,6 @@ override or re-measure). torch is imported inside the measuring functions only.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import math
 import os
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_kernelperf.baselines import write_atomic
+from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.results.result import BenchResult
 
@@ -189,7 +189,7 @@ def _human(size: int) -> str:
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return utc_stamp()
 
 
 # --- the per-device cache ----------------------------------------------------------------------

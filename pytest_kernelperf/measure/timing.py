@@ -23,7 +23,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -99,7 +99,6 @@ class Target:
     device: DeviceInfo
     label: str = ""
     fn: Callable[..., object] | None = None  # the user's function, for timers that inspect it
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Timer(Protocol):
@@ -213,10 +212,7 @@ class L2Flush:
 def _flusher(target: Target, plan: SamplingPlan) -> Callable[[], None] | None:
     if plan.cache != "cold":
         return None
-    flush = target.extra.get("l2_flush")
-    if flush is None:
-        flush = L2Flush(target.device.index)
-    return flush  # type: ignore[no-any-return]
+    return L2Flush(target.device.index)
 
 
 class CudaEventTimer:

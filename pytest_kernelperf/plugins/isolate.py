@@ -22,17 +22,19 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_kernelperf.plugins.items import uses_kernel_bench
+from pytest_kernelperf.plugins.role import ISOLATED_NODEID, ISOLATED_OUTPUT
 from pytest_kernelperf.settings import OPTIONS
 
-NODEID_VARIABLE = "KERNELPERF_ISOLATE_NODEID"
-OUTPUT_VARIABLE = "KERNELPERF_ISOLATE_OUTPUT"
+NODEID_VARIABLE = ISOLATED_NODEID
+OUTPUT_VARIABLE = ISOLATED_OUTPUT
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -46,10 +48,6 @@ def child_target() -> tuple[str, Path] | None:
 def forwarded_options(config: pytest.Config, extra: Sequence[str] = ()) -> list[str]:
     """The kernelperf options of this run, and the plugin and ini overrides a child needs."""
     args: list[str] = []
-    if config.getoption("kernelperf"):
-        args.append("--kernelperf")
-    if config.getoption("kernelperf_update_baselines"):
-        args.append("--kernelperf-update-baselines")
     for option in OPTIONS:
         value = config.getoption(f"kernelperf_{option.field}")
         if value is None or value is False:
@@ -171,3 +169,60 @@ def _tuples_back(report: dict[str, Any]) -> dict[str, Any]:
     if isinstance(report.get("longrepr"), list):
         report["longrepr"] = tuple(report["longrepr"])
     return report
+
+
+class IsolatedChild:
+    """In a child: run only the parent's test, and keep its reports for the parent."""
+
+    def __init__(self, config: pytest.Config, nodeid: str) -> None:
+        self.config = config
+        self.nodeid = nodeid
+        self.reports: list[dict[str, Any]] = []
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        others = [item for item in items if item.nodeid != self.nodeid]
+        if others:
+            config.hook.pytest_deselected(items=others)
+        items[:] = [item for item in items if item.nodeid == self.nodeid]
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.nodeid == self.nodeid:
+            data = self.config.hook.pytest_report_to_serializable(config=self.config, report=report)
+            if data is not None:
+                self.reports.append(data)
+
+
+class IsolatingParent:
+    """In the main process: run each kernel_bench test in a child, replay its reports and hand its
+    payload to `absorb`."""
+
+    def __init__(self, config: pytest.Config, absorb: Callable[[Any, str], None]) -> None:
+        self.config = config
+        self.absorb = absorb
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+        if not uses_kernel_bench(item):
+            return None
+        child = run(self.config, item)
+        reports = [
+            self.config.hook.pytest_report_from_serializable(config=self.config, data=data)
+            for data in child.reports
+        ]
+        reports = [report for report in reports if report is not None]
+        if child.payload is not None:
+            self.absorb(child.payload, f"isolated {item.nodeid}")
+        if not reports:
+            message = (
+                crash_message(child)
+                if child.payload is None
+                else f"{item.nodeid} was not run by its isolated process; its output:\n{child.output_tail}"
+            )
+            reports = [failure_report(item, message)]
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        for report in reports:
+            item.ihook.pytest_runtest_logreport(report=report)
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        return True

@@ -8,7 +8,6 @@ only gathers what the run produced and writes it where it was asked to go.
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import platform
 from collections.abc import Generator
@@ -18,7 +17,9 @@ from typing import Any
 import pytest
 
 from pytest_kernelperf import __version__
+from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.measure import roofline
+from pytest_kernelperf.plugins.role import ROLE
 from pytest_kernelperf.plugins.session import KernelperfSession
 from pytest_kernelperf.results import render, runfile
 from pytest_kernelperf.results.result import BenchResult
@@ -34,17 +35,10 @@ MARKUP: dict[str, dict[str, bool]] = {
 }
 
 
-def worker_id(config: pytest.Config) -> str | None:
-    """The pytest-xdist worker this process is ("gw0"), or None in the main process."""
-    workerinput = getattr(config, "workerinput", None)
-    return str(workerinput["workerid"]) if workerinput else None
-
-
 class Reports:
     def __init__(self, config: pytest.Config, state: KernelperfSession) -> None:
         self.config = config
         self.state = state
-        self.worker = worker_id(config)
         self.peaks: dict[str, roofline.Peak] = {}
         self.notes: list[str] = []  # problems the user should see in the summary
         self.written: list[tuple[str, Path]] = []  # (what, where) for the summary
@@ -87,50 +81,47 @@ class Reports:
 
     # -- end of run --------------------------------------------------------------------------
 
-    @pytest.hookimpl(trylast=True)  # after plugin.py's, which writes the baselines
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def write_files(self) -> bool:
+        """Write the plots, markdown, step summary and JSON this run asked for, after the baselines
+        (the JSON names the files written). Only the main process calls this. False when one of
+        them could not be written."""
+        if not self.config.stash[ROLE].writes:
+            return True
         settings = self.state.settings
         results = list(self.state.results)
         if settings.timing:
             self._measure_peaks(results)
         failed = False
-        if self.worker is None:
-            if settings.plot is not None:
-                failed |= not self._write("plots", settings.plot, lambda: self._plot(settings.plot, results))
-            if settings.markdown is not None:
-                text = self.markdown(results)
-                failed |= not self._write(
-                    "markdown", settings.markdown, lambda: _write_text(settings.markdown, text)
-                )
-            summary = os.environ.get(STEP_SUMMARY, "").strip()
-            if summary and settings.timing and results:
-                text = self.markdown(results)
-                self._write("GitHub step summary", Path(summary), lambda: _append_text(Path(summary), text))
+        if settings.plot is not None:
+            failed |= not self._write("plots", settings.plot, lambda: self._plot(settings.plot, results))
+        if settings.markdown is not None:
+            text = self.markdown(results)
+            failed |= not self._write(
+                "markdown", settings.markdown, lambda: _write_text(settings.markdown, text)
+            )
+        summary = os.environ.get(STEP_SUMMARY, "").strip()
+        if summary and settings.timing and results:
+            text = self.markdown(results)
+            self._write("GitHub step summary", Path(summary), lambda: _append_text(Path(summary), text))
         if settings.json is not None and self._xdist_controller_without_results(results):
             self.notes.append(f"no results arrived from the xdist workers: {settings.json} not written")
-        elif settings.json is not None and self.worker is None:
-            # Under pytest-xdist the workers send their results to this process, which writes
-            # the one file.
+        elif settings.json is not None:
             path = settings.json
             failed |= not self._write(
                 "JSON", path, lambda: runfile.write(path, self.run_report(results, path))
             )
-        if failed and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        return not failed
 
     def _xdist_controller_without_results(self, results: list[BenchResult]) -> bool:
         # Workers whose results never arrived (they crashed): an empty file would hide that.
-        return self.worker is None and not results and self.config.pluginmanager.has_plugin("dsession")
+        return not results and self.config.pluginmanager.has_plugin("dsession")
 
     def _measure_peaks(self, results: list[BenchResult]) -> None:
         wanted = {r.device for r in results if r.bytes and r.median_ms}
         devices = [d for d in self.state.devices if d.name in wanted]
         if not devices:
             return
-        # xdist workers share the device: only the main process measures; workers read the cache.
-        self.peaks, notes = roofline.session_peaks(
-            devices, self.state.settings.artifacts, may_measure=self.worker is None
-        )
+        self.peaks, notes = roofline.session_peaks(devices, self.state.settings.artifacts, may_measure=True)
         self.notes.extend(notes)
 
     def _write(self, what: str, path: Path, action: Any) -> bool:
@@ -155,7 +146,7 @@ class Reports:
         mode = "update" if settings.update else "compare" if settings.timing else "check"
         return runfile.RunReport(
             plugin_version=__version__,
-            created=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            created=utc_stamp(),
             mode=mode,
             settings={
                 "threshold": settings.threshold,
@@ -175,7 +166,6 @@ class Reports:
                 "python": platform.python_version(),
                 "platform": platform.platform(),
                 "pytest": pytest.__version__,
-                **({"xdist_worker": self.worker} if self.worker else {}),
             },
             devices=tuple(self.state.devices),
             peaks=dict(self.peaks),
@@ -190,7 +180,9 @@ class Reports:
             },
         )
 
-    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+    def write_terminal(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if not self.config.stash[ROLE].writes:
+            return
         lines = render.styled_lines(self.state.results, self.peaks)
         if lines:
             terminalreporter.section("kernelperf")

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, NoReturn
 
 from pytest_kernelperf.baselines import BaselineStore, FileUpdate
-from pytest_kernelperf.kernel_bench import Hooks, KernelBench, no_guard
+from pytest_kernelperf.kernel_bench import Callbacks, KernelBench, no_guard
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.timing import Timer
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
@@ -43,15 +43,13 @@ class KernelperfSession:
         self._profile = profile
         self._device_cache: dict[str, DeviceInfo] = {}
         self._guard = guard  # per test id: wraps each kernel_bench call (see faults.py)
-        self.blocked: str | None = None  # why this process must not write baseline files
-        self.remove: dict[Path, set[str]] = {}  # unused test ids to prune, per file
         self._deferred: dict[str, list[str]] = {}  # per test id: failures reported at its end
 
     def bench(self, nodeid: str, marker_kwargs: dict[str, Any] | None, device: str) -> KernelBench:
         settings = self.settings
         if marker_kwargs:
             settings = settings.with_marker(marker_kwargs, where=f"@pytest.mark.kernelperf on {nodeid}")
-        hooks = Hooks(
+        hooks = Callbacks(
             fail=self._fail,
             warn=_warn,
             record=self.results.append,
@@ -78,9 +76,10 @@ class KernelperfSession:
         """The devices this run timed on (for reports: their environment and peak bandwidth)."""
         return list(self._device_cache.values())
 
-    def finish(self) -> None:
-        if self.settings.update and self.blocked is None:
-            self.updates = self.store.write(remove=self.remove)
+    def write_baselines(self, remove: Mapping[Path, Collection[str]]) -> list[FileUpdate]:
+        """Write the staged entries, and drop the `remove` test ids' entries (pruning)."""
+        self.updates = self.store.write(remove=remove)
+        return self.updates
 
 
 def _warn(message: str) -> None:

@@ -20,17 +20,16 @@ torch is imported inside functions.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_kernelperf.ids import unique_file_part
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.timing import is_device_activity, one_cycle_profiler_warning_silenced
 from pytest_kernelperf.profiling import codegen, inventory
 from pytest_kernelperf.profiling.inventory import DeviceEvent, KernelRecord
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._=-]+")
 PROFILED_CALLS = 3
 CPU_NO_INVENTORY = "no kernel inventory on CPU (device kernels only)"
 # What this module writes into a call's folder; only these are removed before a new profile.
@@ -38,9 +37,10 @@ _OUR_FILES = ("profile.txt", "trace.json", "stacks.txt", "kernels.txt")
 
 
 def artifact_folder(root: Path, nodeid: str, name: str | None) -> Path:
-    """`<root>/<sanitized test id>/<name>`: one folder per kernel_bench call, always inside root."""
-    test = _UNSAFE.sub("_", nodeid).strip("._") or "test"
-    return root / test[:150] / (_UNSAFE.sub("_", name).strip("._") if name else "default")
+    """`<root>/<sanitized test id>/<name>`: one folder per kernel_bench call, always inside root,
+    distinct for distinct calls (see ids.unique_file_part)."""
+    test = unique_file_part(nodeid.replace("::", "_"), "test")
+    return root / test / (unique_file_part(name, "default") if name else "default")
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pytest_kernelperf.ids import unique_file_part
+
 HASH_CHARS = 12
 # Shared objects bigger than this are libraries (cuDNN, flash-attention builds), not the kernel
 # under test, and cuobjdump would take minutes on them.
@@ -509,15 +511,10 @@ def extension_code(
 
 # --- artefacts -------------------------------------------------------------------------------
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
 
 def file_stem(name: str) -> str:
     """A file name for a kernel name (C++ signatures hold characters no file system likes)."""
-    stem = _UNSAFE.sub("_", name).strip("._") or "kernel"
-    if len(stem) > 80 or stem != name:
-        stem = f"{stem[:80]}.{short_hash(name)[:6]}"
-    return stem
+    return unique_file_part(name, "kernel", separator=".")
 
 
 def write(codes: Mapping[str, GeneratedCode], folder: Path) -> list[Path]:

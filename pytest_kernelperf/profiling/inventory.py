@@ -15,6 +15,8 @@ import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from pytest_kernelperf.formatting import significant
+
 MAX_KERNELS = 24
 # Below these, a per-kernel time change is profiler noise and not worth a line.
 TIME_CHANGE_REL = 0.10
@@ -49,7 +51,7 @@ class KernelRecord:
 
 
 def round_sig(value: float, digits: int = 3) -> float:
-    return float(f"{value:.{digits}g}")
+    return significant(value, digits)
 
 
 def summarize(events: Iterable[DeviceEvent], calls: int) -> tuple[KernelRecord, ...]:

@@ -12,17 +12,16 @@ the Agg canvas, never pyplot): a test run's global backend and open figures stay
 from __future__ import annotations
 
 import importlib.util
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_kernelperf.ids import file_part
 from pytest_kernelperf.measure.roofline import Peak, figures
 from pytest_kernelperf.results.render import VERDICT_STYLE, Group, change_text, groups
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.verdict.judge import Verdict
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._=-]+")
 # The terminal's styles of verdicts, in plot colours: both outputs mark the same verdicts.
 _STYLE_COLOURS = {"bad": "#d62728", "good": "#2ca02c", "warn": "#ff7f0e"}
 COLOURS = {verdict: _STYLE_COLOURS[style] for verdict, style in VERDICT_STYLE.items()}
@@ -37,7 +36,7 @@ class PlotError(RuntimeError):
 
 
 def file_name(text: str) -> str:
-    return (_UNSAFE.sub("_", text).strip("._") or "plot")[:150]
+    return file_part(text, "plot")
 
 
 def have_matplotlib() -> bool:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_kernelperf.baselines import FileUpdate
+from pytest_kernelperf.formatting import significant
+from pytest_kernelperf.ids import display_name, split_nodeid
 from pytest_kernelperf.measure.roofline import Figures, Peak, busy, figures
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.verdict.judge import Verdict
@@ -56,7 +58,8 @@ def group_key(result: BenchResult) -> tuple[str, str]:
     base = result.nodeid[: match.start()] if match else result.nodeid
     row = match["param"] if match else ""
     if result.name:
-        row = f"{row}/{result.name}" if row else result.name
+        name = display_name(result.name)  # a 500-character name must not widen every row
+        row = f"{row}/{name}" if row else name
     return base, row or "-"
 
 
@@ -67,8 +70,8 @@ def grouped(
     modules: dict[str, dict[str, list[tuple[str, BenchResult]]]] = {}
     for result in results:
         base, row = group_key(result)
-        module, _, test = base.partition("::")
-        modules.setdefault(module, {}).setdefault(test or module, []).append((row, result))
+        module, test = split_nodeid(base)
+        modules.setdefault(module, {}).setdefault(test, []).append((row, result))
     return modules
 
 
@@ -91,14 +94,6 @@ def totals(results: Iterable[BenchResult]) -> str:
     if over:
         parts.append(f"{over} over max_ratio")
     return ", ".join(parts) if parts else "no results"
-
-
-def table(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [
-        indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
 
 
 # --- one row per result ------------------------------------------------------------------------
@@ -261,15 +256,6 @@ def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | Non
     return lines
 
 
-def plain(lines: Iterable[Line]) -> list[str]:
-    return ["".join(text for text, _ in line).rstrip() for line in lines]
-
-
-def terminal_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | None = None) -> list[str]:
-    """The summary table as plain text."""
-    return plain(styled_lines(results, peaks))
-
-
 def _any_in_cache(results: Sequence[BenchResult], peaks: Mapping[str, Peak]) -> bool:
     return any(figures(r, peaks.get(r.device)).cache_resident for r in results)
 
@@ -379,7 +365,7 @@ PROPERTY_PREFIX = "kernelperf"
 
 
 def _round(value: float) -> float:
-    return float(f"{value:.6g}")
+    return significant(value, 6)
 
 
 def properties(result: BenchResult) -> list[tuple[str, object]]:

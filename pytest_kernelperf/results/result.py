@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_kernelperf.baselines import BaselineEntry
+from pytest_kernelperf.ids import entry_test_id, split_nodeid
 from pytest_kernelperf.verdict.judge import Comparison, Verdict
 from pytest_kernelperf.verdict.ratio import RatioCheck
 
@@ -55,14 +56,12 @@ class BenchResult:
     @property
     def module(self) -> str:
         """The test module's path: its baseline file is named after it."""
-        return self.nodeid.partition("::")[0]
+        return split_nodeid(self.nodeid)[0]
 
     @property
     def test_id(self) -> str:
         """The baseline entry's test id: the node id without the module, then `::name`."""
-        module, _, test = self.nodeid.partition("::")
-        test = test or module
-        return test if self.name is None else f"{test}::{self.name}"
+        return entry_test_id(self.nodeid, self.name)
 
     @property
     def change_pct(self) -> float | None:

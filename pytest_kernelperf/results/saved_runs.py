@@ -10,22 +10,23 @@ slightly from the run's; it only ever warns.)
 
 from __future__ import annotations
 
-import datetime as _dt
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from pytest_kernelperf import __version__
 from pytest_kernelperf.baselines import BaselineEntry, BaselineStore, EntryKey, FileUpdate, file_for
+from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.roofline import Peak
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.results.runfile import RunReport
+from pytest_kernelperf.settings import DEFAULTS
 from pytest_kernelperf.verdict.judge import Comparison, Verdict, compare, compare_measured
 
-DEFAULT_THRESHOLD = 0.05
-DEFAULT_ALPHA = 0.01
-DEFAULT_HOST = 0.5
+DEFAULT_THRESHOLD = DEFAULTS["threshold"]
+DEFAULT_ALPHA = DEFAULTS["alpha"]
+DEFAULT_HOST = DEFAULTS["host_threshold"]
 
 ResultKey = tuple[str, str, str, str]  # module, test id, device, cache: one baseline entry
 
@@ -180,7 +181,7 @@ def merge_runs(runs: Sequence[RunReport], sources: Sequence[str], output: str | 
     first = runs[0]
     return RunReport(
         plugin_version=__version__,
-        created=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        created=utc_stamp(),
         mode=modes.pop() if len(modes) == 1 else "mixed",
         settings=dict(first.settings),
         environment=dict(first.environment),

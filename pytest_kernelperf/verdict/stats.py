@@ -35,11 +35,6 @@ class Summary:
         """Half-width of the median's confidence interval over the median."""
         return relative_half_width(self.ci_low_ms, self.ci_high_ms, self.median_ms)
 
-    @property
-    def spread_rel(self) -> float:
-        """Interquartile range over the median."""
-        return (self.q3_ms - self.q1_ms) / self.median_ms if self.median_ms > 0 else math.inf
-
 
 def relative_half_width(low: float, high: float, center: float) -> float:
     return (high - low) / 2 / center if center > 0 else math.inf

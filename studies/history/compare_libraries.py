@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import synthetic
+import synthetic  # type: ignore[import-not-found]  # the sibling script
 
 
 def otava_detector(

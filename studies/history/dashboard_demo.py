@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from pytest_kernelperf import cli  # noqa: E402
+from pytest_kernelperf.history import synthetic_runs as rf  # noqa: E402
 from pytest_kernelperf.history.store import HistoryStore  # noqa: E402
-from tests.history import runfiles as rf  # noqa: E402
 
 COMMITS = 60
 A100 = "NVIDIA A100-SXM4-80GB"
@@ -99,7 +99,7 @@ def main() -> int:
     sys.path.insert(0, str(ROOT / "tests" / "history"))
     from selenium.webdriver.common.action_chains import ActionChains
 
-    from tests.history import browser
+    from pytest_kernelperf.history import browser
 
     driver = browser.start(1280, 1560)
     try:

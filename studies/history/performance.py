@@ -27,8 +27,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from pytest_kernelperf.history import synthetic_runs as rf  # noqa: E402
 from pytest_kernelperf.history.store import HistoryStore  # noqa: E402
-from tests.history import runfiles as rf  # noqa: E402
 
 
 def make_run(i: int, series: int, rng: random.Random) -> dict[str, Any]:
@@ -113,7 +113,7 @@ def main() -> int:
     took, _ = cli(db, "report", "--html", str(page))
     print(f"`history report --html`: {took:.2f} s, {page.stat().st_size / 1e6:.1f} MB")
     sys.path.insert(0, str(ROOT / "tests" / "history"))
-    from tests.history import browser
+    from pytest_kernelperf.history import browser
 
     found = browser.find()
     if isinstance(found, str):

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pytest_kernelperf.history import synthetic_runs as runfiles
 from pytest_kernelperf.history.changepoints import Params, RawChange
 from pytest_kernelperf.history.store import HistoryStore
-
-from . import runfiles
 
 
 def split_backend(values: Sequence[float], params: Params) -> list[RawChange]:

@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from pytest_kernelperf import cli
+from pytest_kernelperf.history import synthetic_runs as rf
 from pytest_kernelperf.history.bisect import SKIP, explain, is_slower, judge
-
-from . import runfiles as rf
 
 CONFTEST = """
 import pytest

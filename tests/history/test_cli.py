@@ -12,9 +12,9 @@ import pytest
 
 from pytest_kernelperf import cli
 from pytest_kernelperf.history import changepoints
+from pytest_kernelperf.history import synthetic_runs as rf
 from pytest_kernelperf.history.store import HistoryStore
 
-from . import runfiles as rf
 from .historykit import commit_of
 
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from pytest_kernelperf import cli
+from pytest_kernelperf.history import browser
+from pytest_kernelperf.history import synthetic_runs as rf
 from pytest_kernelperf.history.store import HistoryStore
 
-from . import browser
-from . import runfiles as rf
 from .historykit import commit_of
 
 FOUND = browser.find()

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from pytest_kernelperf.history import synthetic_runs as rf
 from pytest_kernelperf.history.portable import portable_note
 from pytest_kernelperf.history.store import HistoryStore
-
-from . import runfiles as rf
 
 TEST = "tests/test_copy.py::test_copy"
 NEW_GPU = "NVIDIA RTX 6000"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_kernelperf.history import synthetic_runs as rf
 from pytest_kernelperf.history.store import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -20,8 +21,6 @@ from pytest_kernelperf.history.store import (
     load_run_file,
     quantiles,
 )
-
-from . import runfiles as rf
 
 
 def test_a_run_gives_one_measurement_per_metric_with_its_evidence(store: HistoryStore) -> None:

@@ -1,4 +1,5 @@
-"""Run file dicts as `pytest --kernelperf-json` writes them (docs/json-schema.md), made up for tests."""
+"""Run-file dicts as `pytest --kernelperf-json` writes them (docs/json-schema.md), made up: for the
+history tests, the synthetic studies and the dashboard demo."""
 
 from __future__ import annotations
 

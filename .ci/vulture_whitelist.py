@@ -1,0 +1,36 @@
+"""Names the dead-code check (vulture) cannot see used. pytest hooks (`pytest_*`) are ignored by
+name in .ci/run; everything else is listed here with the reason it stays."""
+# ruff: noqa: B018
+
+from vulture.whitelist_utils import Whitelist
+
+from pytest_kernelperf import plugin, testing
+from pytest_kernelperf.baselines import _Dumper
+from pytest_kernelperf.history import bisect, browser, portable
+from pytest_kernelperf.history.store import HistoryStore
+from pytest_kernelperf.kernel_bench import KernelBench
+from pytest_kernelperf.verdict.stats import Summary
+
+_ = Whitelist()
+
+plugin.kernel_bench  # the fixture, found by pytest
+testing.ScriptedTimer  # public test doubles for users' own plugin tests
+testing.FakeProfiler
+_Dumper.ignore_aliases  # a yaml.SafeDumper override
+_.outcome  # pytest report attributes the plugin sets
+_.longrepr
+_.tb  # __exit__'s signature
+_.nextitem  # a hook's signature
+_.mtime_ns  # part of an lru_cache key (codegen._disassemble)
+# The full summary of a sample set, kept for the verdict and report code to choose from.
+Summary.q1_ms
+Summary.q3_ms
+Summary.min_ms
+Summary.max_ms
+KernelBench.__call__  # the fixture's value is called by tests
+bisect.judge_main  # run by `git bisect run` through a generated script
+_.binary_location  # selenium's ChromeOptions attribute
+browser.console_errors  # used by the dashboard's browser test and demo
+browser.wait_ready
+portable.portable_note  # called by the session for "new" results and by the history CLI
+HistoryStore.append_run  # --kernelperf-history

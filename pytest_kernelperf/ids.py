@@ -1,0 +1,64 @@
+"""Node ids, baseline keys, kernel_bench names and the file names made from them, in one place.
+
+The baseline key of a measurement (module, test id, `::name`) is built here for in-run updates,
+run-JSON updates and unused-entry checks alike: they must agree to the character. No pytest, no
+torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=-]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+MAX_FILE_PART = 120  # characters of a file or folder name made from an id (file systems allow 255 bytes)
+MAX_DISPLAY = 40  # characters of a name shown in a table cell
+
+
+def split_nodeid(nodeid: str) -> tuple[str, str]:
+    """(module path, test id within the module): `a/test_x.py::TestK::test_y[1]` ->
+    (`a/test_x.py`, `TestK::test_y[1]`). A node id without `::` is its own test id."""
+    module, _, test = nodeid.partition("::")
+    return module, test or module
+
+
+def entry_test_id(nodeid: str, name: str | None) -> str:
+    """The test id a baseline entry is stored under: the test id, then `::name` for a named call."""
+    test = split_nodeid(nodeid)[1]
+    return test if name is None else f"{test}::{name}"
+
+
+def check_name(name: object) -> str | None:
+    """A kernel_bench `name=` as given, or a ValueError that says what is wrong with it."""
+    if name is None:
+        return None
+    if not isinstance(name, str):
+        raise ValueError(f"name= must be a string, got {type(name).__name__} {name!r}")
+    if not name.strip():
+        raise ValueError(f"name= must not be empty or blank, got {name!r} (leave it out for an unnamed call)")
+    if _CONTROL.search(name):
+        raise ValueError(f"name= must not hold control characters such as newlines or tabs, got {name!r}")
+    return name
+
+
+def display_name(text: str, width: int = MAX_DISPLAY) -> str:
+    """`text` cut to `width` characters for a table cell, with an ellipsis where it was cut."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def file_part(text: str, fallback: str = "_", limit: int = MAX_FILE_PART) -> str:
+    """`text` as a file or folder name: safe characters only, at most `limit` characters, never
+    empty, `.` or `..`. For names made from our own words (a GPU, a plot); see unique_file_part."""
+    return (_UNSAFE.sub("_", text).strip("._") or fallback)[:limit]
+
+
+def unique_file_part(text: str, fallback: str = "_", separator: str = "-") -> str:
+    """file_part(text), plus a short hash of `text` wherever it had to change, so that two
+    different user-given texts (`a/b` and `a_b`, `.` and `..`, two long names with one prefix)
+    never share a file or folder."""
+    safe = file_part(text, fallback)
+    if safe == text:
+        return safe
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{safe[: MAX_FILE_PART - 11]}{separator}{digest}"

@@ -1,0 +1,189 @@
+"""One pytest process's part of a kernelperf run: the plugin objects of each concern, and the end
+of the session in one explicit order.
+
+Which objects are registered depends on the process's role (role.py), decided once: the main
+process judges, writes baselines and reports; an xdist worker or an isolated child measures and
+hands its payload over. The end of the session is one function, so that what each step needs
+(the poison state, the unused entries, the files written) is passed to it, not left in shared
+state for a later hook to find.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_kernelperf.measure.faults import FaultGuard
+from pytest_kernelperf.plugins import handoff, isolate
+from pytest_kernelperf.plugins.gpus import GpuPlacement, RequireGpu
+from pytest_kernelperf.plugins.poisoning import PoisonWatch
+from pytest_kernelperf.plugins.reporting import Reports
+from pytest_kernelperf.plugins.role import Role
+from pytest_kernelperf.plugins.session import KernelperfSession
+from pytest_kernelperf.plugins.unused_entries import Findings, UnusedEntries, summary_lines
+
+
+class KernelperfRun:
+    def __init__(
+        self,
+        config: pytest.Config,
+        session: KernelperfSession,
+        role: Role,
+        faults: FaultGuard,
+        gpus: GpuPlacement,
+    ) -> None:
+        self.config = config
+        self.session = session
+        self.settings = session.settings
+        self.role = role
+        self.faults = faults
+        self.gpus = gpus
+        self.unused = UnusedEntries(config)
+        self.reports = Reports(config, session)
+        self.notes: list[str] = []
+        self.child: isolate.IsolatedChild | None = None
+        self.findings: Findings | None = None
+        self.pruned = False
+        self.refused: str | None = None  # why no baseline file was written
+        self._absorbed = False
+        self._seen_workers: set[str] = set()
+
+    def register(self) -> None:
+        """Register the plugin objects this process's role needs."""
+        manager = self.config.pluginmanager
+        manager.register(self, "kernelperf-run")
+        manager.register(self.reports, "kernelperf-reports")
+        manager.register(self.unused, "kernelperf-unused")
+        manager.register(self.gpus, "kernelperf-gpus")
+        manager.register(PoisonWatch(self.faults), "kernelperf-poisoning")
+        if self.settings.require_gpu:
+            manager.register(RequireGpu(), "kernelperf-require-gpu")
+        if self.role is Role.CHILD:
+            target = isolate.child_target()
+            assert target is not None
+            self.child = isolate.IsolatedChild(self.config, target[0])
+            manager.register(self.child, "kernelperf-isolated-child")
+        elif self.settings.isolate:  # the main process or an xdist worker isolates its tests
+            manager.register(isolate.IsolatingParent(self.config, self.absorb), "kernelperf-isolate")
+
+    # --- payloads of other processes ------------------------------------------------------------
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object | None) -> None:
+        """pytest-xdist, on the controller: a worker finished (or died)."""
+        name = str(getattr(getattr(node, "gateway", None), "id", "a worker"))
+        if name in self._seen_workers:
+            return
+        self._seen_workers.add(name)
+        payload = (getattr(node, "workeroutput", None) or {}).get(handoff.PAYLOAD_KEY)
+        if payload is None:
+            if error is not None:
+                self.notes.append(
+                    f"worker {name} died ({error}): its kernelperf results and entries are lost"
+                )
+            return
+        self.absorb(payload, f"worker {name}")
+
+    def absorb(self, data: Any, origin: str) -> None:
+        """Merge what another process (an xdist worker, an isolated child) measured."""
+        try:
+            payload = handoff.decode(data, self.settings.baseline_dir)
+        except handoff.PayloadError as exc:
+            self.notes.append(f"{origin}: {exc}, ignored")
+            return
+        self._absorbed = True
+        self.session.results.extend(payload.results)
+        entries = sum(len(found) for found in payload.staged.values())
+        if payload.poisoned is not None:
+            if entries and self.settings.update:
+                self.notes.append(
+                    f"{origin}: {entries} baseline entries not written: {payload.poisoned.refusal()}"
+                )
+        else:
+            for path, found in payload.staged.items():
+                for key, entry in found.items():
+                    self.session.store.stage(path, key, entry)
+        self.unused.absorb(payload.collected, payload.deselected, payload.collect_errors)
+        self.notes.extend(f"{origin}: {note}" for note in payload.notes)
+        self.gpus.absorb(payload.gpus, isolated=origin.startswith("isolated"))
+
+    def payload(self) -> handoff.Payload:
+        return handoff.Payload(
+            results=list(self.session.results),
+            staged=self.session.store.staged,
+            poisoned=self.faults.poisoned,
+            collected=self.unused.collected if self.role is Role.WORKER else [],
+            deselected=self.unused.deselected if self.role is Role.WORKER else 0,
+            collect_errors=self.unused.collect_errors if self.role is Role.WORKER else 0,
+            gpus=self.gpus.summary(self.session.results),
+            notes=[*self.gpus.notes, *self.notes],
+        )
+
+    # --- the end of the session ---------------------------------------------------------------------
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not self.role.writes:
+            self._hand_over()
+            return
+        settings = self.settings
+        poison = self.faults.poisoned
+        if poison is not None and settings.update:
+            self.refused = poison.refusal()
+        findings = self.findings = self.unused.find(self.session.store) if settings.timing else None
+        self.pruned = settings.prune and self.refused is None and findings is not None and findings.prunable
+        if settings.update and self.refused is None:
+            remove: dict[Path, set[str]] = {}
+            if self.pruned and findings is not None:
+                remove = {path: set(tests) for path, tests in findings.entries.items()}
+            updates = self.session.write_baselines(remove)
+            if self.pruned:
+                self._remove_stale_files()
+            if any(update.error for update in updates) and session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a baseline file could not be written
+        if self._absorbed:
+            order = {nodeid: index for index, nodeid in enumerate(dict.fromkeys(self.unused.collected))}
+            self.session.results.sort(key=lambda result: order.get(result.nodeid, len(order)))
+        if not self.reports.write_files() and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+    def _hand_over(self) -> None:
+        data = self.payload().encode(self.settings.baseline_dir)
+        if self.child is not None:
+            target = isolate.child_target()
+            assert target is not None
+            isolate.write_child_output(target[1], self.child.reports, data)
+        else:
+            self.config.workeroutput[handoff.PAYLOAD_KEY] = data  # type: ignore[attr-defined]
+
+    def _remove_stale_files(self) -> None:
+        assert self.findings is not None
+        for path in self.findings.stale_files:
+            try:
+                path.unlink()
+            except OSError as exc:
+                self.notes.append(f"could not remove the unused baseline file {path}: {exc.strerror or exc}")
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if not self.role.writes:
+            return
+        self.reports.write_terminal(terminalreporter)
+        if self.findings is not None:
+            lines = summary_lines(self.findings, prune=self.settings.prune, pruned=self.pruned)
+            if lines:
+                _section(terminalreporter, "kernelperf unused baselines", lines)
+        gpu_lines = self.gpus.lines(self.session.results)
+        if gpu_lines:
+            _section(terminalreporter, "kernelperf GPUs", gpu_lines)
+        trouble = [*self.gpus.notes, *self.notes]
+        if self.refused:
+            trouble.insert(0, f"baselines NOT updated: {self.refused}")
+        if trouble:
+            _section(terminalreporter, "kernelperf warnings", trouble)
+
+
+def _section(terminalreporter: pytest.TerminalReporter, title: str, lines: list[str]) -> None:
+    terminalreporter.section(title)
+    for line in lines:
+        terminalreporter.write_line(line)
