@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_kernelperf.measure.timing import CACHE_MODES, METHODS, SamplingPlan
+from pytest_kernelperf.profiling.autotune import MODES as MODES_AUTOTUNE
+from pytest_kernelperf.profiling.compile_context import MODES as MODES_COMPILE
 from pytest_kernelperf.verdict.judge import parse_threshold
 
 
@@ -160,6 +162,21 @@ OPTIONS: tuple[Option, ...] = (
         _bool,
         flag=True,
     ),
+    Option(
+        "compile_context",
+        "fresh (default): each measurement of torch.compile'd code compiles in a fresh compile context, "
+        "so its verdict does not depend on what ran earlier in the process; shared: measure the "
+        "process's warmed torch.compile caches as they are",
+        _choice(MODES_COMPILE),
+        marker=True,
+    ),
+    Option(
+        "autotune",
+        "free (default): Triton autotuners pick their config as they will (the choice is recorded); "
+        "baseline: pin each to the config its baseline recorded",
+        _choice(MODES_AUTOTUNE),
+        marker=True,
+    ),
     # Reports (relative paths are relative to the current directory, like --junitxml).
     Option("json", "write every result, the environment and the artefact paths to this JSON file", _path),
     Option(
@@ -192,6 +209,8 @@ class Settings:
     target_ci: float = 0.005
     warmup: float = 0.025
     profile_stack: bool = False
+    compile_context: str = "fresh"
+    autotune: str = "free"
     json: Path | None = None
     markdown: Path | None = None
     plot: Path | None = None
