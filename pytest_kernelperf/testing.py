@@ -62,9 +62,10 @@ class FakeProfiler:
 
     Then each profiled function states what it launches, as (kernel name, launches per call, ms per
     launch) or (name, launches, ms, code hash) or (name, launches, ms, code hash or None, grid):
-    ``kernel.fake_kernels = [("triton_poi_fused_0", 1, 0.5)]``. A function without `fake_kernels` gives no inventory, like a CPU run. With a folder in
-    the request it writes `profile.txt` (the inventory as a table) and `trace.json` (one Chrome
-    trace event per launch), so that artefact paths can be checked too.
+    ``kernel.fake_kernels = [("triton_poi_fused_0", 1, 0.5)]``. A function without `fake_kernels`
+    gives no inventory, like a CPU run. With a folder in the request it writes `profile.txt` (the
+    inventory as a table) and `trace.json` (one Chrome trace event per launch), so that artefact
+    paths can be checked too.
     """
 
     def __call__(self, request: ProfileRequest) -> CallProfile:

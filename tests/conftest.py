@@ -83,4 +83,6 @@ def _no_outer_xdist_identity(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: takes more than about 5 s (torch.compile on CPU); -m 'not slow' skips")
+    config.addinivalue_line(
+        "markers", "slow: takes more than about 5 s (torch.compile on CPU); -m 'not slow' skips"
+    )

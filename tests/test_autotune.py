@@ -9,8 +9,9 @@ from pytest_kernelperf.profiling.autotune import AutotuneWatch, autotune_line, d
 
 def test_config_text_lists_meta_parameters_then_launch_options_set() -> None:
     class Config:
-        kwargs = {"BLOCK_M": 64, "BLOCK_N": 32}
-        num_warps, num_stages, num_ctas, maxnreg = 4, 3, 1, None
+        def __init__(self) -> None:
+            self.kwargs = {"BLOCK_M": 64, "BLOCK_N": 32}
+            self.num_warps, self.num_stages, self.num_ctas, self.maxnreg = 4, 3, 1, None
 
     assert describe_config(Config()) == "BLOCK_M=64, BLOCK_N=32, num_warps=4, num_stages=3"
 
@@ -21,7 +22,9 @@ def test_no_line_when_the_choices_agree_or_one_side_is_unknown() -> None:
     assert autotune_line({"k": "BLOCK=16"}, {"other": "BLOCK=32"}) is None
 
 
-def test_triton_interpreter_records_the_choice_and_pins_the_baselines(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_triton_interpreter_records_the_choice_and_pins_the_baselines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("TRITON_INTERPRET", "1")  # read when the kernel is decorated
     torch = pytest.importorskip("torch")
     triton = pytest.importorskip("triton")
@@ -39,7 +42,7 @@ def test_triton_interpreter_records_the_choice_and_pins_the_baselines(monkeypatc
         do_bench=fake_bench,
     )
     @triton.jit
-    def double(x_ptr, y_ptr, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+    def double(x_ptr, y_ptr, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def, name-defined]
         offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         mask = offsets < n
         tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 2, mask=mask)

@@ -4,6 +4,7 @@ the baseline's config (Triton's CPU interpreter, a fake benchmark deciding the w
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from conftest import Project
@@ -55,7 +56,7 @@ CHOSEN_16 = "BLOCK=16, num_warps=1, num_stages=3"
 CHOSEN_32 = "BLOCK=32, num_warps=2, num_stages=3"
 
 
-def run(project: Project, winner: str, *args: str) -> dict[str, object]:
+def run(project: Project, winner: str, *args: str) -> dict[str, Any]:
     project.monkeypatch.setenv("TRITON_INTERPRET", "1")
     project.monkeypatch.setenv("WINNER", winner)
     project.run(*args, "--kernelperf-json=run.json").assert_outcomes(passed=1)
@@ -67,16 +68,16 @@ def run(project: Project, winner: str, *args: str) -> dict[str, object]:
 def test_choice_recorded_noted_when_it_changes_and_pinned_on_request(project: Project) -> None:
     project.module(MODULE)
     recorded = run(project, "32", "--kernelperf-update-baselines")
-    assert recorded["baseline_entry"]["autotune"] == {"double": CHOSEN_32}  # type: ignore[index]
+    assert recorded["baseline_entry"]["autotune"] == {"double": CHOSEN_32}
     assert f"double: {CHOSEN_32}\n" in project.baseline_file.read_text()
 
     free = run(project, "16", "--kernelperf")
-    assert free["baseline_entry"]["autotune"] == {"double": CHOSEN_16}  # type: ignore[index]
+    assert free["baseline_entry"]["autotune"] == {"double": CHOSEN_16}
     assert any(
         f"autotuner chose another config than in the baseline: double {CHOSEN_32} -> {CHOSEN_16}" in note
-        for note in free["notes"]  # type: ignore[union-attr]
+        for note in free["notes"]
     )
 
     pinned = run(project, "16", "--kernelperf", "-o", "kernelperf_autotune=baseline")
-    assert pinned["baseline_entry"]["autotune"] == {"double": CHOSEN_32}  # type: ignore[index]
-    assert not any("autotuner chose" in note for note in pinned["notes"])  # type: ignore[union-attr]
+    assert pinned["baseline_entry"]["autotune"] == {"double": CHOSEN_32}
+    assert not any("autotuner chose" in note for note in pinned["notes"])

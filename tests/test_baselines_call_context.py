@@ -23,7 +23,8 @@ def file_with(extra_yaml: str) -> str:
     return (
         "schema_version: 1\nentries:\n  test_ln:\n    NVIDIA H200:\n      hot:\n"
         "        recorded: '2026-11-30T12:00:00Z'\n"
-        "        device_time: {method: cupti, median_ms: 0.5, ci_ms: [0.49, 0.51], n: 10, quantiles_ms: [0.5]}\n"
+        "        device_time: {method: cupti, median_ms: 0.5, ci_ms: [0.49, 0.51], n: 10,"
+        " quantiles_ms: [0.5]}\n"
         f"{body}\nend: true\n"
     )
 
@@ -59,13 +60,20 @@ def test_a_static_context_is_written_without_empty_lists() -> None:
         ("compile_context: {shapes: static, compiles: -1}", "compiles must be a whole number"),
         ("compile_context: {shapes: static, mode: warm}", "mode must be fresh or shared"),
         ("compile_context: {shapes: static, code: XYZ}", "code must be a hex hash"),
-        ("compile_context: {shapes: static, dynamic: [1]}", "dynamic must be a list of short one-line strings"),
+        (
+            "compile_context: {shapes: static, dynamic: [1]}",
+            "dynamic must be a list of short one-line strings",
+        ),
         ("compile_context: {shapes: static, colour: red}", "unknown key 'colour'"),
         ("autotune: {k: [1]}", "autotune config of 'k' must be a string"),
         ("inputs: [{name: x, shape: [2], stride: [1]}]", "inputs item missing dtype"),
-        ("inputs: [{name: x, shape: [-2], stride: [1], dtype: f}]", "shape of 'x' must be a list of whole numbers"),
         (
-            "inputs:\n- {name: x, shape: [2], stride: [1], dtype: f}\n- {name: x, shape: [2], stride: [1], dtype: f}",
+            "inputs: [{name: x, shape: [-2], stride: [1], dtype: f}]",
+            "shape of 'x' must be a list of whole numbers",
+        ),
+        (
+            "inputs:\n- {name: x, shape: [2], stride: [1], dtype: f}\n"
+            "- {name: x, shape: [2], stride: [1], dtype: f}",
             "input 'x' listed twice",
         ),
         ("kernels: [{name: k, launches: 1, share: 1, ms: 0.5, grid: [0]}]", "grid of 'k' must be a list"),

@@ -22,7 +22,10 @@ def test_records_tensors_by_parameter_name_with_shape_stride_and_dtype() -> None
 
 def test_positions_name_the_arguments_of_a_function_without_a_signature() -> None:
     assert [t.name for t in record((torch.zeros(2), 3, torch.zeros(1)), {}, None)] == ["#0", "#2"]
-    assert [t.name for t in record((torch.zeros(2), torch.zeros(1)), {}, lambda *xs: xs)] == ["xs[0]", "xs[1]"]
+    assert [t.name for t in record((torch.zeros(2), torch.zeros(1)), {}, lambda *xs: xs)] == [
+        "xs[0]",
+        "xs[1]",
+    ]
 
 
 def test_a_grown_input_is_named_with_its_element_counts() -> None:

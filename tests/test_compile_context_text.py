@@ -12,7 +12,9 @@ from pytest_kernelperf.profiling.compile_context import (
     differs,
 )
 
-STATIC_CONTEXT = CompileContext(STATIC, compiles=1, kernels=("triton_per_fused_native_layer_norm_0",), code="aaaa1111")
+STATIC_CONTEXT = CompileContext(
+    STATIC, compiles=1, kernels=("triton_per_fused_native_layer_norm_0",), code="aaaa1111"
+)
 DYNAMIC_CONTEXT = CompileContext(
     DYNAMIC,
     compiles=1,

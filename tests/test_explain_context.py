@@ -34,7 +34,9 @@ def test_ten_percent_more_elements_names_the_input_the_kernel_and_its_grid() -> 
 
 def test_unchanged_kernels_against_the_calls_change_point_outside_them() -> None:
     kernels = FakeProfiler.records([("triton_gelu_kernel", 1, 0.2625)])
-    lines = regression_details(entry(0.2625, kernels=kernels), ENV, CallProfile(kernels=kernels), current=entry(0.3))
+    lines = regression_details(
+        entry(0.2625, kernels=kernels), ENV, CallProfile(kernels=kernels), current=entry(0.3)
+    )
     assert (
         "  the same 1 kernel launch as the baseline; their time per call 0.263 ms -> 0.263 ms (+0%) against "
         "+14.3% for the call: the slowdown is outside the kernels (launch overhead, gaps between kernels, "
@@ -53,8 +55,13 @@ def test_a_small_kernel_change_far_below_the_calls_is_not_blamed() -> None:
 def test_a_dynamic_compile_context_comes_before_the_kernels_and_explains_the_code_change() -> None:
     static = CompileContext(STATIC, 1, kernels=("triton_per_fused_native_layer_norm_0",), code="aaaa1111")
     dynamic = CompileContext(
-        DYNAMIC, 1, ("x: dim 0",), ("(64, 4096)", "(8192, 4096)"), ("triton_red_fused_native_layer_norm_0",),
-        "bbbb2222", SHARED,
+        DYNAMIC,
+        1,
+        ("x: dim 0",),
+        ("(64, 4096)", "(8192, 4096)"),
+        ("triton_red_fused_native_layer_norm_0",),
+        "bbbb2222",
+        SHARED,
     )
     old = (KernelRecord("triton_per_fused_native_layer_norm_0", 1, 1.0, 0.1, code="aaaa1111"),)
     new = (KernelRecord("triton_red_fused_native_layer_norm_0", 1, 1.0, 0.2, code="bbbb2222"),)
@@ -62,7 +69,8 @@ def test_a_dynamic_compile_context_comes_before_the_kernels_and_explains_the_cod
     lines = regression_details(base, ENV, CallProfile(kernels=new), current=now)
     assert lines[0].startswith(
         "compile context differs: compiled with dynamic shapes (x: dim 0) in this run because the same "
-        "function saw shapes (64, 4096) and (8192, 4096) earlier in this process; the baseline was compiled static."
+        "function saw shapes (64, 4096) and (8192, 4096) earlier in this process; the baseline was "
+        "compiled static."
     )
     assert any("a different kernel in its place" in line for line in lines)
     assert context_notes(base, now) == (lines[0],)

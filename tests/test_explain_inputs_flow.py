@@ -45,7 +45,8 @@ def test_grown_input_kernel_and_grid_are_named(project: Project, monkeypatch: py
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*inputs differ from the baseline's: x grew 9.38% (1024 -> 1120 elements, shape (1024,) -> (1120,))*",
+            "*inputs differ from the baseline's: x grew 9.38% (1024 -> 1120 elements, shape (1024,) -> "
+            "(1120,))*",
             "*kernels against the baseline's:",
             "*  * triton_gelu_kernel: 1.02 ms -> 1.12 ms per call (+10%), 100% of device time",
             "*  # triton_gelu_kernel: grid 64 blocks -> 70 blocks",

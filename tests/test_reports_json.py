@@ -206,7 +206,14 @@ def full_result() -> BenchResult:
                 KernelRecord("memset", 2, 0.0, 0.0),
             ),
             compile_context=CompileContext(
-                DYNAMIC, 1, ("x: dim 0",), ("(64, 4096)",), ("triton_red_fused_0",), "5d1c0e9a7b21", "shared", "why"
+                DYNAMIC,
+                1,
+                ("x: dim 0",),
+                ("(64, 4096)",),
+                ("triton_red_fused_0",),
+                "5d1c0e9a7b21",
+                "shared",
+                "why",
             ),
             autotune={"matmul_kernel": "BLOCK_M=64, num_warps=4, num_stages=3"},
             inputs=(TensorInput("x", (4096, 4096), (4096, 1), "float32"),),

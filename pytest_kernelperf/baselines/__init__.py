@@ -311,9 +311,7 @@ def _last_line(data: _Mapping) -> int:
 
 def _entry(value: Any, path: Path, line: int, where: str) -> BaselineEntry:
     record = _expect_mapping(value, path, line, where)
-    _only_keys(
-        record, {"recorded", "environment", "kernels", *METRICS, *CONTEXT_KEYS}, path, where
-    )
+    _only_keys(record, {"recorded", "environment", "kernels", *METRICS, *CONTEXT_KEYS}, path, where)
     for key in ("recorded", "device_time"):
         if key not in record:
             raise BaselineError(path, f"{where}: missing {key}", record.line)
@@ -376,7 +374,9 @@ def _texts(value: Any, path: Path, line: int, what: str) -> tuple[str, ...]:
 def _compile_context(value: Any, path: Path, line: int, where: str) -> CompileContext:
     what = f"{where}: compile_context"
     record = _expect_mapping(value, path, line, what)
-    _only_keys(record, {"shapes", "compiles", "dynamic", "seen", "kernels", "code", "mode", "reason"}, path, what)
+    _only_keys(
+        record, {"shapes", "compiles", "dynamic", "seen", "kernels", "code", "mode", "reason"}, path, what
+    )
     shapes, compiles = record.get("shapes"), record.get("compiles", 0)
     if shapes not in _cc.SHAPES:
         raise BaselineError(path, f"{what}: shapes must be static or dynamic, got {shapes!r}", record.line)
@@ -393,9 +393,7 @@ def _compile_context(value: Any, path: Path, line: int, where: str) -> CompileCo
         key: _texts(record[key], path, record.key_lines[key], f"{what}: {key}") if key in record else ()
         for key in ("dynamic", "seen", "kernels")
     }
-    return CompileContext(
-        shapes=shapes, compiles=compiles, code=code, mode=mode, reason=reason, **lists
-    )
+    return CompileContext(shapes=shapes, compiles=compiles, code=code, mode=mode, reason=reason, **lists)
 
 
 def _autotune(value: Any, path: Path, line: int, where: str) -> dict[str, str]:
@@ -411,8 +409,10 @@ def _autotune(value: Any, path: Path, line: int, where: str) -> dict[str, str]:
 
 
 def _whole_numbers(value: Any, path: Path, line: int, what: str, least: int) -> tuple[int, ...]:
-    if not isinstance(value, list) or len(value) > 16 or not all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= least for v in value
+    if (
+        not isinstance(value, list)
+        or len(value) > 16
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v >= least for v in value)
     ):
         raise BaselineError(path, f"{what} must be a list of whole numbers of at least {least}", line)
     return tuple(value)
@@ -474,7 +474,9 @@ def _kernels(value: Any, path: Path, line: int, where: str) -> tuple[KernelRecor
                 path, f"{where}: code of {name!r} must be a hex hash such as 3f2a9c01b7de, got {code!r}", at
             )
         grid = (
-            _whole_numbers(record["grid"], path, at, f"{where}: grid of {name!r}", 1) if "grid" in record else None
+            _whole_numbers(record["grid"], path, at, f"{where}: grid of {name!r}", 1)
+            if "grid" in record
+            else None
         )
         out.append(KernelRecord(name=name, launches=launches, share=share, ms=ms, code=code, grid=grid))
     return tuple(sorted(out, key=lambda k: k.name))
@@ -671,7 +673,9 @@ def _compile_context_data(context: CompileContext) -> _FlowDict:
 
 
 def _input_data(tensor: TensorInput) -> _FlowDict:
-    return _FlowDict(name=tensor.name, dtype=tensor.dtype, shape=list(tensor.shape), stride=list(tensor.stride))
+    return _FlowDict(
+        name=tensor.name, dtype=tensor.dtype, shape=list(tensor.shape), stride=list(tensor.stride)
+    )
 
 
 def dump(entries: Mapping[EntryKey, BaselineEntry]) -> str:

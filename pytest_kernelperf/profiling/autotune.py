@@ -85,7 +85,7 @@ def autotuners_of(fn: Callable[..., Any]) -> list[Any]:
     seen: set[int] = set()
     frontier = [fn]
     for _ in range(_DEPTH + 1):
-        following = []
+        following: list[Any] = []
         for obj in frontier:
             if id(obj) in seen or isinstance(obj, (types.ModuleType, type)):
                 continue

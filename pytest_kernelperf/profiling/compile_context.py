@@ -54,9 +54,8 @@ class CompileContext:
         if self.shapes != DYNAMIC:
             return ""
         if self.seen:
-            return (
-                f" because the same function saw {_plural_shapes(self.seen)} earlier in this process"
-                + (f" ({self.reason})" if self.reason else "")
+            return f" because the same function saw {_plural_shapes(self.seen)} earlier in this process" + (
+                f" ({self.reason})" if self.reason else ""
             )
         if self.reason:
             return f" ({self.reason})"
@@ -88,7 +87,9 @@ def context_line(baseline: CompileContext | None, current: CompileContext | None
     if current is None and baseline is None:
         return None
     if current is None:
-        return f"compile context: the baseline was {baseline.summary() if baseline else ''}; unknown in this run"
+        return (
+            f"compile context: the baseline was {baseline.summary() if baseline else ''}; unknown in this run"
+        )
     if baseline is None:
         return f"compile context: {describe(current)} (the baseline has none recorded)"
     if differs(baseline, current):

@@ -73,7 +73,9 @@ def compiled_codes(fn: Callable[..., Any]) -> list[types.CodeType]:
     found: list[types.CodeType] = []
     scope: Mapping[str, Any] = getattr(function, "__globals__", {}) or {}
     candidates = [scope.get(name) for name in dict.fromkeys(_names_used(code))]
-    candidates += [cell.cell_contents for cell in getattr(function, "__closure__", None) or () if _filled(cell)]
+    candidates += [
+        cell.cell_contents for cell in getattr(function, "__closure__", None) or () if _filled(cell)
+    ]
     for candidate in candidates:
         inner = _code_of(candidate) if candidate is not None else None
         if inner is not None and inner not in found:
@@ -256,11 +258,19 @@ class CompileWatch:
             for key in codes:
                 for source, size in state_after.get(key, {}).items():
                     if isinstance(size, tuple):
-                        dims += [f"{_source_name(source)}: dim {i}" for i, d in enumerate(size) if not isinstance(d, int)]
+                        dims += [
+                            f"{_source_name(source)}: dim {i}"
+                            for i, d in enumerate(size)
+                            if not isinstance(d, int)
+                        ]
         dims = list(dict.fromkeys(dims))
         modules_before = {id(m) for m in self._modules_before}
         kernels, code = _source_hash([m for m in _generated_modules() if id(m) not in modules_before])
-        reasons = [m.recompile_reason for m in latest.values() if isinstance(getattr(m, "recompile_reason", None), str)]
+        reasons = [
+            m.recompile_reason
+            for m in latest.values()
+            if isinstance(getattr(m, "recompile_reason", None), str)
+        ]
         context = CompileContext(
             shapes=DYNAMIC if dims else STATIC,
             compiles=len(new),

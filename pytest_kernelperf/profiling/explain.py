@@ -93,7 +93,9 @@ def regression_details(
     environment diff and artefacts, one item a line. `current` is the entry this run makes."""
     lines = context_lines(baseline, current)
     overall = (baseline.device_time.median_ms, current.device_time.median_ms) if current is not None else None
-    changed = current is not None and compile_context.differs(baseline.compile_context, current.compile_context)
+    changed = current is not None and compile_context.differs(
+        baseline.compile_context, current.compile_context
+    )
     lines += kernel_lines(baseline.kernels, profiled, overall, context_changed=changed)
     lines.append(envdiff.describe(baseline.environment, environment))
     if profiled is not None:

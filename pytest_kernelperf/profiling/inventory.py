@@ -129,7 +129,9 @@ class InventoryDiff:
     @property
     def grid_changes(self) -> tuple[tuple[KernelRecord, KernelRecord], ...]:
         return tuple(
-            (old, new) for old, new in (*self.kept, *self.renamed) if old.grid and new.grid and old.grid != new.grid
+            (old, new)
+            for old, new in (*self.kept, *self.renamed)
+            if old.grid and new.grid and old.grid != new.grid
         )
 
     @property

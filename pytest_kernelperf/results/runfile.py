@@ -131,7 +131,12 @@ def _compile_context(context: CompileContext | None) -> dict[str, Any] | None:
 
 
 def _input(tensor: TensorInput) -> dict[str, Any]:
-    return {"name": tensor.name, "dtype": tensor.dtype, "shape": list(tensor.shape), "stride": list(tensor.stride)}
+    return {
+        "name": tensor.name,
+        "dtype": tensor.dtype,
+        "shape": list(tensor.shape),
+        "stride": list(tensor.stride),
+    }
 
 
 def _kernel(kernel: KernelRecord) -> dict[str, Any]:
