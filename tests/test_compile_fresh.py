@@ -57,6 +57,8 @@ def test_shared_context_turns_dynamic_and_fresh_matches_the_shape_alone() -> Non
     assert shared.seen == ("(8, 64)",)
     assert "size mismatch at index 0" in (shared.reason or "")
     assert shared.code != alone.code  # other generated code: the history changed it
+    again = measure(compiled, A, SHARED)  # served by the dynamic graph: nothing compiles
+    assert (again.shapes, again.compiles, again.dynamic) == (DYNAMIC, 0, ("x: dim 0",))
 
     first = measure(calls_compiled, A, FRESH)
     second = measure(calls_compiled, B, FRESH)

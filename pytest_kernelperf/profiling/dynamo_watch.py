@@ -245,7 +245,10 @@ class CompileWatch:
         new = [m for m in _metrics() if id(m) not in old and _metric_key(m) not in self.exclude]
         codes = list(dict.fromkeys([*self.codes, *(_metric_key(m) for m in new)]))
         latest: dict[CodeKey, Any] = {}
-        for metric in (*self._metrics_before, *new):  # oldest first: the last one per code wins
+        # Shared: a call served from the warmed cache compiled nothing, and its graph is the last one
+        # compiled for its code. Fresh: only this call's compiles count (older ones were reset).
+        earlier = self._metrics_before if self.mode != FRESH else []
+        for metric in (*earlier, *new):  # oldest first: the last one per code wins
             if _metric_key(metric) in codes:
                 latest[_metric_key(metric)] = metric
         if not codes or not latest:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_kernelperf.baselines import BaselineEntry
+from pytest_kernelperf.profiling.compile_context import CompileContext
 from pytest_kernelperf.verdict.judge import Comparison, Verdict
 from pytest_kernelperf.verdict.ratio import RatioCheck
 
@@ -63,6 +64,12 @@ class BenchResult:
         module, _, test = self.nodeid.partition("::")
         test = test or module
         return test if self.name is None else f"{test}::{self.name}"
+
+    @property
+    def compile_context(self) -> CompileContext | None:
+        """How torch.compile compiled the measured call (None: no compiled code, or not timed);
+        carried by `entry`, like the autotuner choices and inputs."""
+        return self.entry.compile_context if self.entry is not None else None
 
     @property
     def change_pct(self) -> float | None:
