@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -99,9 +100,10 @@ def capture(request: ProfileRequest) -> CallProfile:
         notes.extend(codes.notes)
     if folder is not None:
         written += _write_profile(prof, folder, cuda)
-        if kernels and not any(k.grid for k in kernels):
-            grids = grids_from_trace(folder / "trace.json")
-            kernels = tuple(replace(k, grid=grids.get(k.name)) for k in kernels)
+    if kernels and not any(k.grid for k in kernels):  # torch whose events carry no metadata
+        grids = _trace_grids(prof, folder)
+        kernels = tuple(replace(k, grid=grids.get(k.name)) for k in kernels)
+    if folder is not None:
         if kernels is not None:
             written.append(_write_text(folder / "kernels.txt", "\n".join(inventory.table(kernels))))
         written += codegen.write(codes.codes, folder / "code")
@@ -128,6 +130,19 @@ def _grid(event: object) -> tuple[int, ...] | None:
     if isinstance(grid, (list, tuple)) and grid and all(isinstance(g, int) and g > 0 for g in grid):
         return tuple(grid)
     return None
+
+
+def _trace_grids(prof: object, folder: Path | None) -> dict[str, tuple[int, ...]]:
+    """Grids from the profile's Chrome trace: the one written, or a temporary export."""
+    if folder is not None:
+        return grids_from_trace(folder / "trace.json")
+    with tempfile.TemporaryDirectory(prefix="kernelperf-trace-") as tmp:
+        path = Path(tmp) / "trace.json"
+        try:
+            prof.export_chrome_trace(str(path))  # type: ignore[attr-defined]
+        except Exception:  # grids are a nicety; never fail a profile for them
+            return {}
+        return grids_from_trace(path)
 
 
 def grids_from_trace(path: Path) -> dict[str, tuple[int, ...]]:
