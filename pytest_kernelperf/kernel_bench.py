@@ -29,8 +29,9 @@ from pytest_kernelperf.ids import check_name, entry_test_id, split_nodeid
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.roofline import tensor_bytes
 from pytest_kernelperf.measure.timing import Metric, Target, Timer, Timing, TimingError
+from pytest_kernelperf.profiling.call_context import CallContext, CallRecord
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest, artifact_folder
-from pytest_kernelperf.profiling.explain import regression_details
+from pytest_kernelperf.profiling.explain import context_notes, regression_details
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict import stats
@@ -119,29 +120,42 @@ class KernelBench:
             kwargs, (rtol, atol), (bytes, flops) = self._arguments(fn, args, kwargs, fn_kwargs, own)
             limit = self._max_ratio(max_ratio, reference)
             call = _bind(fn, args, kwargs)
-            checked = self._check(call, reference, args, kwargs, rtol, atol, name)
-            if isinstance(checked, BenchResult):  # a mismatch: recorded, failed at the test's end
-                return checked
-            output, notes = checked
-            # No bytes= given: count the tensors read and written (the report says "inferred").
-            inferred = tensor_bytes(args, kwargs, output) if bytes is None else None
-            del output, checked  # on a GPU it may be a GiB that timing needs
-            if not self.settings.timing:
-                return self._record(BenchResult(self.nodeid, name, self.device, Verdict.CHECKED, notes=notes))
-            versus = None
-            if limit is not None and reference is not None:
-                versus = (reference, _bind(reference, args, kwargs), limit)
-            return self._time(
+            # Opened before the first call: a fresh torch.compile context must precede compilation.
+            with CallContext(
                 fn,
-                call,
-                name,
-                _device_of(args, kwargs, self.device),
-                bytes if bytes is not None else inferred,
-                flops,
-                bytes_inferred=bytes is None and inferred is not None,
-                versus=versus,
-                notes=notes,
-            )
+                args,
+                kwargs,
+                compile_context=self.settings.compile_context,
+                autotune=self.settings.autotune,
+                active=self.settings.timing,
+                reference=reference,
+            ) as context:
+                checked = self._check(call, reference, args, kwargs, rtol, atol, name)
+                if isinstance(checked, BenchResult):  # a mismatch: recorded, failed at the test's end
+                    return checked
+                output, notes = checked
+                # No bytes= given: count the tensors read and written (the report says "inferred").
+                inferred = tensor_bytes(args, kwargs, output) if bytes is None else None
+                del output, checked  # on a GPU it may be a GiB that timing needs
+                if not self.settings.timing:
+                    return self._record(
+                        BenchResult(self.nodeid, name, self.device, Verdict.CHECKED, notes=notes)
+                    )
+                versus = None
+                if limit is not None and reference is not None:
+                    versus = (reference, _bind(reference, args, kwargs), limit)
+                return self._time(
+                    fn,
+                    call,
+                    name,
+                    _device_of(args, kwargs, self.device),
+                    bytes if bytes is not None else inferred,
+                    flops,
+                    bytes_inferred=bytes is None and inferred is not None,
+                    versus=versus,
+                    notes=notes,
+                    context=context,
+                )
 
     def check(
         self,
@@ -302,6 +316,7 @@ class KernelBench:
         bytes_inferred: bool = False,
         versus: tuple[Callable[..., Any], Callable[[], Any], float] | None = None,
         notes: tuple[str, ...] = (),
+        context: CallContext | None = None,
     ) -> BenchResult:
         __tracebackhide__ = True
         device = self._hooks.device_info(kind)
@@ -315,23 +330,28 @@ class KernelBench:
             timer, unusable = None, str(exc)
         if timer is None:  # outside the except block: no chained traceback
             self._hooks.fail(f"kernel_bench cannot time {self.nodeid}: {unusable} (--kernelperf-timer)")
+        if context is not None:
+            context.pin(baseline.autotune if baseline else None)
         try:
             timing = timer.measure(Target(call, device, label=key.test, fn=fn), self.settings.plan(prefer))
         except TimingError as exc:
             self._hooks.fail(f"kernel_bench could not time {self.nodeid}: {exc}")
+        record = context.finish() if context is not None else CallRecord()
+        for note in record.notes:
+            self._hooks.warn(f"{self.nodeid}: {note}")
         for note in timing.notes:
             self._hooks.warn(f"{self.nodeid}: {note}")
         ratio = self._time_reference(versus, timing, device, key, timer) if versus else None
         result = self._judge(timing, baseline, device, name, path, nbytes, flops)
         profiled = self._profile(fn, call, device, name, result.verdict)
-        entry = as_stored(self._entry(timing, device, profiled))
+        entry = as_stored(self._entry(timing, device, profiled, record))
         result = replace(
             result,
             bytes_inferred=bytes_inferred,
             ratio=ratio,
             baseline_ci_ms=baseline.device_time.ci_ms if baseline else None,
             entry=entry,
-            notes=notes + result.notes,
+            notes=notes + result.notes + record.notes + context_notes(baseline, entry),
         )
         if profiled is not None:
             result = replace(
@@ -488,7 +508,7 @@ class KernelBench:
             return
         if result.verdict is Verdict.SLOWER:
             assert baseline is not None
-            details = regression_details(baseline, environment, profiled)
+            details = regression_details(baseline, environment, profiled, current=result.entry)
             self._hooks.defer(regression_message(result, baseline, path, details))
         if result.verdict is Verdict.NEW and self.settings.strict:
             self._hooks.defer(
@@ -503,7 +523,9 @@ class KernelBench:
                 "got slower (device time decides the verdict)"
             )
 
-    def _entry(self, timing: Timing, device: DeviceInfo, profiled: CallProfile | None) -> BaselineEntry:
+    def _entry(
+        self, timing: Timing, device: DeviceInfo, profiled: CallProfile | None, record: CallRecord
+    ) -> BaselineEntry:
         host = timing.host_latency
         return BaselineEntry(
             device_time=_record_of(timing.device_time),
@@ -511,6 +533,9 @@ class KernelBench:
             recorded=utc_stamp(self._hooks.now()),
             environment=_environment(timing, device),
             kernels=profiled.kernels if profiled is not None else None,
+            compile_context=record.compile_context,
+            autotune=record.autotune,
+            inputs=record.inputs,
         )
 
     def _record(self, result: BenchResult) -> BenchResult:

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_kernelperf.measure.timing import CACHE_MODES, METHODS, SamplingPlan
+from pytest_kernelperf.profiling.autotune import MODES as MODES_AUTOTUNE
+from pytest_kernelperf.profiling.compile_context import MODES as MODES_COMPILE
 from pytest_kernelperf.verdict.judge import parse_threshold
 
 
@@ -209,6 +211,23 @@ OPTIONS: tuple[Option, ...] = (
         _bool,
         flag=True,
     ),
+    Option(
+        "compile_context",
+        "fresh",
+        "fresh (default): each measurement of torch.compile'd code compiles in a fresh compile context, "
+        "so its verdict does not depend on what ran earlier in the process; shared: measure the "
+        "process's warmed torch.compile caches as they are",
+        _choice(MODES_COMPILE),
+        marker=True,
+    ),
+    Option(
+        "autotune",
+        "free",
+        "free (default): Triton autotuners pick their config as they will (the choice is recorded); "
+        "baseline: pin each to the config its baseline recorded",
+        _choice(MODES_AUTOTUNE),
+        marker=True,
+    ),
     # Reports (relative paths are relative to the current directory, like --junitxml).
     Option(
         "json", None, "write every result, the environment and the artefact paths to this JSON file", _path
@@ -264,6 +283,8 @@ class Settings:
     target_ci: float = DEFAULTS["target_ci"]
     warmup: float = DEFAULTS["warmup"]
     profile_stack: bool = DEFAULTS["profile_stack"]
+    compile_context: str = DEFAULTS["compile_context"]
+    autotune: str = DEFAULTS["autotune"]
     json: Path | None = DEFAULTS["json"]
     markdown: Path | None = DEFAULTS["markdown"]
     plot: Path | None = DEFAULTS["plot"]

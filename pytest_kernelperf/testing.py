@@ -61,10 +61,11 @@ class FakeProfiler:
             return FakeProfiler()(profile_request)
 
     Then each profiled function states what it launches, as (kernel name, launches per call, ms per
-    launch) or (name, launches, ms, code hash): ``kernel.fake_kernels = [("triton_poi_fused_0", 1,
-    0.5)]``. A function without `fake_kernels` gives no inventory, like a CPU run. With a folder in
-    the request it writes `profile.txt` (the inventory as a table) and `trace.json` (one Chrome
-    trace event per launch), so that artefact paths can be checked too.
+    launch) or (name, launches, ms, code hash) or (name, launches, ms, code hash or None, grid):
+    ``kernel.fake_kernels = [("triton_poi_fused_0", 1, 0.5)]``. A function without `fake_kernels`
+    gives no inventory, like a CPU run. With a folder in the request it writes `profile.txt` (the
+    inventory as a table) and `trace.json` (one Chrome trace event per launch), so that artefact
+    paths can be checked too.
     """
 
     def __call__(self, request: ProfileRequest) -> CallProfile:
@@ -92,7 +93,8 @@ class FakeProfiler:
                         launches=int(item[1]),
                         share=round(int(item[1]) * float(item[2]) / total, 3) if total else 0.0,
                         ms=inventory.round_sig(float(item[2])),
-                        code=str(item[3]) if len(item) > 3 else None,
+                        code=str(item[3]) if len(item) > 3 and item[3] is not None else None,
+                        grid=tuple(int(g) for g in item[4]) if len(item) > 4 else None,
                     )
                     for item in spec
                 ),

@@ -80,3 +80,9 @@ def _no_outer_xdist_identity(monkeypatch: pytest.MonkeyPatch) -> None:
     inherit that identity (the plugin pins GPUs and routes results by it)."""
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         monkeypatch.delenv(name, raising=False)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "slow: takes more than about 5 s (torch.compile on CPU); -m 'not slow' skips"
+    )

@@ -15,6 +15,8 @@ from reportkit import KERNELS, RATIO, mixed_verdicts, setup, times
 from pytest_kernelperf.baselines import BaselineEntry, MetricRecord
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.roofline import Peak
+from pytest_kernelperf.profiling.compile_context import DYNAMIC, CompileContext
+from pytest_kernelperf.profiling.inputs import TensorInput
 from pytest_kernelperf.profiling.inventory import KernelRecord
 from pytest_kernelperf.results import runfile
 from pytest_kernelperf.results.result import BenchResult
@@ -102,7 +104,11 @@ def test_json_matches_the_documented_schema_and_reads_back(project: Project) -> 
     seen: set[str] = set()
     check_object(data, "", documented(), seen)
     # Every documented object occurred at least once (host latency and kernel inventories are CUDA-only).
-    assert set(documented()) - seen <= {"results[].host_latency", "results[].baseline_entry.kernels[]"}
+    assert set(documented()) - seen <= {
+        "results[].host_latency",
+        "results[].baseline_entry.kernels[]",
+        "results[].baseline_entry.compile_context",
+    }
     check_object(runfile.result_to_dict(full_result()), "results[]", documented(), seen)
     assert set(documented()) - seen == set()
 
@@ -196,9 +202,21 @@ def full_result() -> BenchResult:
             {"torch": "2.11.0"},
             host_latency=record,
             kernels=(
-                KernelRecord("triton_gelu_kernel", 1, 1.0, 0.508, "3f2a9c01b7de"),
+                KernelRecord("triton_gelu_kernel", 1, 1.0, 0.508, "3f2a9c01b7de", grid=(65536, 1, 1)),
                 KernelRecord("memset", 2, 0.0, 0.0),
             ),
+            compile_context=CompileContext(
+                DYNAMIC,
+                1,
+                ("x: dim 0",),
+                ("(64, 4096)",),
+                ("triton_red_fused_0",),
+                "5d1c0e9a7b21",
+                "shared",
+                "why",
+            ),
+            autotune={"matmul_kernel": "BLOCK_M=64, num_warps=4, num_stages=3"},
+            inputs=(TensorInput("x", (4096, 4096), (4096, 1), "float32"),),
         ),
     )
 

@@ -18,7 +18,11 @@ Layout::
             device_time: {method: cupti, median_ms: ..., ci_ms: [...], n: ..., quantiles_ms: [...]}
             host_latency: {...}   # CUDA only
             kernels:              # optional: the device kernels of one call, sorted by name
-            - {launches: 1, ms: 0.508, name: triton_gelu_kernel, share: 1.0, code: 3f2a9c01b7de}
+            - {launches: 1, ms: 0.508, name: triton_gelu_kernel, share: 1.0, code: 3f2a9c01b7de, grid: [65536, 1, 1]}
+            compile_context: {shapes: static, compiles: 1, kernels: [...], code: 5d1c0e...}  # optional: torch.compile
+            autotune: {matmul_kernel: 'BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=3'}  # optional: Triton
+            inputs:               # optional: the call's tensor arguments
+            - {name: x, dtype: float32, shape: [4096, 4096], stride: [4096, 1]}
     end: true                     # written last: a file cut short lacks it
 
 A prefix of a valid YAML file is usually valid YAML, and every entry of a cut file but the last is
@@ -44,6 +48,9 @@ from typing import Any
 import yaml
 
 from pytest_kernelperf.formatting import significant
+from pytest_kernelperf.profiling import compile_context as _cc
+from pytest_kernelperf.profiling.compile_context import CompileContext
+from pytest_kernelperf.profiling.inputs import TensorInput
 from pytest_kernelperf.profiling.inventory import KernelRecord
 
 SCHEMA_VERSION = 1
@@ -92,6 +99,11 @@ class BaselineEntry:
     environment: dict[str, str] = field(default_factory=dict)
     host_latency: MetricRecord | None = None
     kernels: tuple[KernelRecord, ...] | None = None  # None: no inventory recorded (CPU, or older file)
+    # Optional, None where not recorded: how torch.compile compiled the call, the config each Triton
+    # autotuner chose (kernel name -> config), and the call's tensor arguments.
+    compile_context: CompileContext | None = None
+    autotune: dict[str, str] | None = None
+    inputs: tuple[TensorInput, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -300,7 +312,7 @@ def _last_line(data: _Mapping) -> int:
 
 def _entry(value: Any, path: Path, line: int, where: str) -> BaselineEntry:
     record = _expect_mapping(value, path, line, where)
-    _only_keys(record, {"recorded", "environment", "kernels", *METRICS}, path, where)
+    _only_keys(record, {"recorded", "environment", "kernels", *METRICS, *CONTEXT_KEYS}, path, where)
     for key in ("recorded", "device_time"):
         if key not in record:
             raise BaselineError(path, f"{where}: missing {key}", record.line)
@@ -332,7 +344,100 @@ def _entry(value: Any, path: Path, line: int, where: str) -> BaselineEntry:
         kernels=_kernels(record["kernels"], path, record.key_lines["kernels"], where)
         if "kernels" in record
         else None,
+        **_call_context(record, path, where),
     )
+
+
+# --- the call's context: compile context, autotuner choices, inputs (all optional) ---------------
+
+CONTEXT_KEYS = ("compile_context", "autotune", "inputs")
+
+
+def _call_context(record: _Mapping, path: Path, where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if "compile_context" in record:
+        out["compile_context"] = _compile_context(
+            record["compile_context"], path, record.key_lines["compile_context"], where
+        )
+    if "autotune" in record:
+        out["autotune"] = _autotune(record["autotune"], path, record.key_lines["autotune"], where)
+    if "inputs" in record:
+        out["inputs"] = _inputs(record["inputs"], path, record.key_lines["inputs"], where)
+    return out
+
+
+def _texts(value: Any, path: Path, line: int, what: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(_cc.valid_text(v) for v in value) or len(value) > 64:
+        raise BaselineError(path, f"{what} must be a list of short one-line strings", line)
+    return tuple(value)
+
+
+def _compile_context(value: Any, path: Path, line: int, where: str) -> CompileContext:
+    what = f"{where}: compile_context"
+    record = _expect_mapping(value, path, line, what)
+    _only_keys(
+        record, {"shapes", "compiles", "dynamic", "seen", "kernels", "code", "mode", "reason"}, path, what
+    )
+    shapes, compiles = record.get("shapes"), record.get("compiles", 0)
+    if shapes not in _cc.SHAPES:
+        raise BaselineError(path, f"{what}: shapes must be static or dynamic, got {shapes!r}", record.line)
+    if not isinstance(compiles, int) or isinstance(compiles, bool) or compiles < 0:
+        raise BaselineError(path, f"{what}: compiles must be a whole number, got {compiles!r}", record.line)
+    mode, code, reason = record.get("mode", _cc.FRESH), record.get("code"), record.get("reason")
+    if mode not in _cc.MODES:
+        raise BaselineError(path, f"{what}: mode must be fresh or shared, got {mode!r}", record.line)
+    if code is not None and (not isinstance(code, str) or not _CODE_HASH.match(code)):
+        raise BaselineError(path, f"{what}: code must be a hex hash, got {code!r}", record.line)
+    if reason is not None and not _cc.valid_text(reason):
+        raise BaselineError(path, f"{what}: reason must be a short one-line string", record.line)
+    lists = {
+        key: _texts(record[key], path, record.key_lines[key], f"{what}: {key}") if key in record else ()
+        for key in ("dynamic", "seen", "kernels")
+    }
+    return CompileContext(shapes=shapes, compiles=compiles, code=code, mode=mode, reason=reason, **lists)
+
+
+def _autotune(value: Any, path: Path, line: int, where: str) -> dict[str, str]:
+    record = _expect_mapping(value, path, line, f"{where}: autotune")
+    for kernel, config in record.items():
+        if not _cc.valid_text(config):
+            raise BaselineError(
+                path,
+                f"{where}: autotune config of {kernel!r} must be a string such as 'BLOCK=64, num_warps=4'",
+                record.key_lines[kernel],
+            )
+    return {str(k): str(v) for k, v in record.items()}
+
+
+def _whole_numbers(value: Any, path: Path, line: int, what: str, least: int) -> tuple[int, ...]:
+    if (
+        not isinstance(value, list)
+        or len(value) > 16
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v >= least for v in value)
+    ):
+        raise BaselineError(path, f"{what} must be a list of whole numbers of at least {least}", line)
+    return tuple(value)
+
+
+def _inputs(value: Any, path: Path, line: int, where: str) -> tuple[TensorInput, ...]:
+    if not isinstance(value, list):
+        raise BaselineError(path, f"{where}: inputs must be a list of mappings", line)
+    out: list[TensorInput] = []
+    for item in value:
+        record = _expect_mapping(item, path, line, f"{where}: each item of inputs")
+        _only_keys(record, {"name", "shape", "stride", "dtype"}, path, f"{where}: inputs")
+        missing = sorted({"name", "shape", "stride", "dtype"} - set(record))
+        if missing:
+            raise BaselineError(path, f"{where}: inputs item missing {', '.join(missing)}", record.line)
+        name, dtype = record["name"], record["dtype"]
+        if not _cc.valid_text(name) or not _cc.valid_text(dtype):
+            raise BaselineError(path, f"{where}: inputs name and dtype must be short strings", record.line)
+        if any(t.name == name for t in out):
+            raise BaselineError(path, f"{where}: input {name!r} listed twice", record.line)
+        shape = _whole_numbers(record["shape"], path, record.line, f"{where}: shape of {name!r}", 0)
+        stride = _whole_numbers(record["stride"], path, record.line, f"{where}: stride of {name!r}", 0)
+        out.append(TensorInput(name=name, shape=shape, stride=stride, dtype=dtype))
+    return tuple(out)
 
 
 def _kernels(value: Any, path: Path, line: int, where: str) -> tuple[KernelRecord, ...]:
@@ -343,7 +448,7 @@ def _kernels(value: Any, path: Path, line: int, where: str) -> tuple[KernelRecor
     for item in value:
         record = _expect_mapping(item, path, line, f"{where}: each item of kernels")
         at = record.line
-        _only_keys(record, {"name", "launches", "share", "ms", "code"}, path, f"{where}: kernels")
+        _only_keys(record, {"name", "launches", "share", "ms", "code", "grid"}, path, f"{where}: kernels")
         missing = sorted({"name", "launches", "share", "ms"} - set(record))
         if missing:
             raise BaselineError(path, f"{where}: kernels item missing {', '.join(missing)}", at)
@@ -369,7 +474,12 @@ def _kernels(value: Any, path: Path, line: int, where: str) -> tuple[KernelRecor
             raise BaselineError(
                 path, f"{where}: code of {name!r} must be a hex hash such as 3f2a9c01b7de, got {code!r}", at
             )
-        out.append(KernelRecord(name=name, launches=launches, share=share, ms=ms, code=code))
+        grid = (
+            _whole_numbers(record["grid"], path, at, f"{where}: grid of {name!r}", 1)
+            if "grid" in record
+            else None
+        )
+        out.append(KernelRecord(name=name, launches=launches, share=share, ms=ms, code=code, grid=grid))
     return tuple(sorted(out, key=lambda k: k.name))
 
 
@@ -546,7 +656,27 @@ def _kernel_data(kernel: KernelRecord) -> _FlowDict:
     data = _FlowDict(name=kernel.name, launches=kernel.launches, share=kernel.share, ms=kernel.ms)
     if kernel.code is not None:
         data["code"] = kernel.code
+    if kernel.grid is not None:
+        data["grid"] = list(kernel.grid)
     return data
+
+
+def _compile_context_data(context: CompileContext) -> _FlowDict:
+    data = _FlowDict(shapes=context.shapes, compiles=context.compiles, mode=context.mode)
+    for key in ("dynamic", "seen", "kernels"):
+        if getattr(context, key):
+            data[key] = list(getattr(context, key))
+    if context.code is not None:
+        data["code"] = context.code
+    if context.reason is not None:
+        data["reason"] = context.reason
+    return data
+
+
+def _input_data(tensor: TensorInput) -> _FlowDict:
+    return _FlowDict(
+        name=tensor.name, dtype=tensor.dtype, shape=list(tensor.shape), stride=list(tensor.stride)
+    )
 
 
 def dump(entries: Mapping[EntryKey, BaselineEntry]) -> str:
@@ -562,6 +692,12 @@ def dump(entries: Mapping[EntryKey, BaselineEntry]) -> str:
             data["host_latency"] = _metric_data(entry.host_latency)
         if entry.kernels is not None:
             data["kernels"] = [_kernel_data(k) for k in sorted(entry.kernels, key=lambda k: k.name)]
+        if entry.compile_context is not None:
+            data["compile_context"] = _compile_context_data(entry.compile_context)
+        if entry.autotune is not None:
+            data["autotune"] = dict(entry.autotune)
+        if entry.inputs is not None:
+            data["inputs"] = [_input_data(t) for t in entry.inputs]
         tree.setdefault(key.test, {}).setdefault(key.device, {})[key.cache] = data
     body = yaml.dump(
         {"entries": tree},

@@ -20,8 +20,10 @@ torch is imported inside functions.
 
 from __future__ import annotations
 
+import json
+import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_kernelperf.ids import unique_file_part
@@ -98,6 +100,10 @@ def capture(request: ProfileRequest) -> CallProfile:
         notes.extend(codes.notes)
     if folder is not None:
         written += _write_profile(prof, folder, cuda)
+    if kernels and not any(k.grid for k in kernels):  # torch whose events carry no metadata
+        grids = _trace_grids(prof, folder)
+        kernels = tuple(replace(k, grid=grids.get(k.name)) for k in kernels)
+    if folder is not None:
         if kernels is not None:
             written.append(_write_text(folder / "kernels.txt", "\n".join(inventory.table(kernels))))
         written += codegen.write(codes.codes, folder / "code")
@@ -112,10 +118,47 @@ def device_events(prof: object) -> list[DeviceEvent]:
     GPU user annotations are left out (see timing.is_device_activity).
     """
     return [
-        DeviceEvent(str(event.name), float(event.time_range.elapsed_us()))
+        DeviceEvent(str(event.name), float(event.time_range.elapsed_us()), _grid(event))
         for event in prof.events()  # type: ignore[attr-defined]
         if is_device_activity(event)
     ]
+
+
+def _grid(event: object) -> tuple[int, ...] | None:
+    """A kernel's launch grid from the event's Kineto metadata (recent torch), else None."""
+    grid = getattr(getattr(event, "metadata", None), "grid", None)
+    if isinstance(grid, (list, tuple)) and grid and all(isinstance(g, int) and g > 0 for g in grid):
+        return tuple(grid)
+    return None
+
+
+def _trace_grids(prof: object, folder: Path | None) -> dict[str, tuple[int, ...]]:
+    """Grids from the profile's Chrome trace: the one written, or a temporary export."""
+    if folder is not None:
+        return grids_from_trace(folder / "trace.json")
+    with tempfile.TemporaryDirectory(prefix="kernelperf-trace-") as tmp:
+        path = Path(tmp) / "trace.json"
+        try:
+            prof.export_chrome_trace(str(path))  # type: ignore[attr-defined]
+        except Exception:  # grids are a nicety; never fail a profile for them
+            return {}
+        return grids_from_trace(path)
+
+
+def grids_from_trace(path: Path) -> dict[str, tuple[int, ...]]:
+    """Kernel name -> grid from an exported Chrome trace (its kernel events carry `args.grid`), for
+    torch versions whose events do not; a kernel launched with several grids is left out."""
+    try:
+        events = json.loads(path.read_text(encoding="utf-8")).get("traceEvents", [])
+    except (OSError, ValueError, AttributeError):
+        return {}
+    found: dict[str, set[tuple[int, ...]]] = {}
+    for event in events if isinstance(events, list) else []:
+        args = event.get("args") if isinstance(event, dict) else None
+        grid = args.get("grid") if isinstance(args, dict) else None
+        if isinstance(grid, list) and grid and all(isinstance(g, int) and g > 0 for g in grid):
+            found.setdefault(str(event.get("name")), set()).add(tuple(grid))
+    return {name: next(iter(grids)) for name, grids in found.items() if len(grids) == 1}
 
 
 def generated_code(

@@ -1,7 +1,9 @@
 """Why a call got slower: the lines a regression message adds below its numbers.
 
-Pure (no torch, no pytest): the baseline entry's kernel inventory and environment against this run's
-profile and environment, and where the profile's artefacts lie.
+Pure (no torch, no pytest): the baseline entry's inputs, compile context, autotuner choices,
+kernel inventory and environment against this run's, and where the profile's artefacts lie. The
+causes that are not the code come first: a changed input, another compile context, another
+autotuner choice.
 """
 
 from __future__ import annotations
@@ -9,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from pytest_kernelperf.baselines import BaselineEntry
-from pytest_kernelperf.profiling import envdiff, inventory
+from pytest_kernelperf.profiling import compile_context, envdiff, inventory
+from pytest_kernelperf.profiling.autotune import autotune_line
 from pytest_kernelperf.profiling.capture import CallProfile
+from pytest_kernelperf.profiling.inputs import input_line
 from pytest_kernelperf.profiling.inventory import KernelRecord
 from pytest_kernelperf.results.render import artifact_line
 
@@ -24,7 +28,12 @@ def _top(kernels: Sequence[KernelRecord], count: int = 3) -> str:
     return text + (f", and {len(ordered) - count} more" if len(ordered) > count else "")
 
 
-def kernel_lines(baseline: tuple[KernelRecord, ...] | None, profiled: CallProfile | None) -> list[str]:
+def kernel_lines(
+    baseline: tuple[KernelRecord, ...] | None,
+    profiled: CallProfile | None,
+    overall_ms: tuple[float, float] | None = None,
+    context_changed: bool = False,
+) -> list[str]:
     current = profiled.kernels if profiled is not None else None
     if baseline is None and current is None:
         return []
@@ -36,19 +45,58 @@ def kernel_lines(baseline: tuple[KernelRecord, ...] | None, profiled: CallProfil
             f"kernels now: {_top(current) or 'no device activity'} "
             f"(the baseline has no kernel inventory: record one with {UPDATE_FLAG})"
         ]
-    d = inventory.diff(baseline, current)
+    d = inventory.diff(baseline, current, overall_ms)
     lines = ["kernels against the baseline's:"] + [INDENT + line for line in inventory.describe(d)]
     code = inventory.describe_code(d)
     if code:
+        if context_changed and d.code_changes:
+            code += " (expected: the compile context differs, see above)"
         lines.append(code)
     return lines
 
 
+def context_lines(baseline: BaselineEntry, current: BaselineEntry | None) -> list[str]:
+    """Causes other than the code: inputs, compile context, autotuner choices (each where recorded)."""
+    if current is None:
+        return []
+    lines = [
+        input_line(baseline.inputs, current.inputs),
+        compile_context.context_line(baseline.compile_context, current.compile_context)
+        if baseline.compile_context is not None or current.compile_context is not None
+        else None,
+        autotune_line(baseline.autotune, current.autotune),
+    ]
+    return [line for line in lines if line]
+
+
+def context_notes(baseline: BaselineEntry | None, current: BaselineEntry | None) -> tuple[str, ...]:
+    """Notes for any verdict: a changed input, compile context or autotuner choice can hide a
+    regression as well as fake one."""
+    if baseline is None or current is None:
+        return ()
+    notes = [
+        input_line(baseline.inputs, current.inputs),
+        autotune_line(baseline.autotune, current.autotune),
+    ]
+    if compile_context.differs(baseline.compile_context, current.compile_context):
+        notes.append(compile_context.context_line(baseline.compile_context, current.compile_context))
+    return tuple(note for note in notes if note)
+
+
 def regression_details(
-    baseline: BaselineEntry, environment: Mapping[str, str], profiled: CallProfile | None
+    baseline: BaselineEntry,
+    environment: Mapping[str, str],
+    profiled: CallProfile | None,
+    current: BaselineEntry | None = None,
 ) -> list[str]:
-    """Kernel inventory diff, generated code, environment diff and artefacts, one item a line."""
-    lines = kernel_lines(baseline.kernels, profiled)
+    """Inputs, compile context, autotuner choices, kernel inventory diff, generated code,
+    environment diff and artefacts, one item a line. `current` is the entry this run makes."""
+    lines = context_lines(baseline, current)
+    overall = (baseline.device_time.median_ms, current.device_time.median_ms) if current is not None else None
+    changed = current is not None and compile_context.differs(
+        baseline.compile_context, current.compile_context
+    )
+    lines += kernel_lines(baseline.kernels, profiled, overall, context_changed=changed)
     lines.append(envdiff.describe(baseline.environment, environment))
     if profiled is not None:
         line = artifact_line(profiled.artifacts)

@@ -12,15 +12,22 @@ one launch, rounded to three significant digits, at most `MAX_KERNELS` entries, 
 from __future__ import annotations
 
 import difflib
+import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pytest_kernelperf.formatting import significant
 
 MAX_KERNELS = 24
-# Below these, a per-kernel time change is profiler noise and not worth a line.
+# Below these, a per-kernel time change is profiler noise and not worth a line. Without the
+# call's overall change, a kernel must change by TIME_CHANGE_REL; with it, a kernel counts once its
+# change is a fair part (SHARE_OF_CHANGE) of the call's and above the profiler's noise (NOISE_REL):
+# a kernel given 10% more work runs about +10%, exactly what a fixed 10% bar would miss.
 TIME_CHANGE_REL = 0.10
 TIME_CHANGE_MS = 0.0005
+NOISE_REL = 0.02
+SHARE_OF_CHANGE = 0.25
 # Names at least this similar are one kernel renamed (a new tiling, a new fusion) rather than one
 # kernel removed and an unrelated one added.
 RENAME_SIMILARITY = 0.6
@@ -33,6 +40,7 @@ class DeviceEvent:
 
     name: str
     duration_us: float
+    grid: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +52,11 @@ class KernelRecord:
     share: float  # of the call's device time, 0 to 1
     ms: float  # mean duration of one launch
     code: str | None = None  # short hash of the generated code (Triton PTX, CUDA SASS), where known
+    grid: tuple[int, ...] | None = None  # launch grid in blocks (x, y, z), where the profiler gives one
+
+    @property
+    def blocks(self) -> int | None:
+        return math.prod(self.grid) if self.grid else None
 
     @property
     def per_call_ms(self) -> float:
@@ -60,9 +73,11 @@ def summarize(events: Iterable[DeviceEvent], calls: int) -> tuple[KernelRecord, 
         raise ValueError(f"calls must be at least 1, got {calls}")
     counts: dict[str, int] = {}
     totals: dict[str, float] = {}
+    grids: dict[str, Counter[tuple[int, ...] | None]] = {}
     for event in events:
         counts[event.name] = counts.get(event.name, 0) + 1
         totals[event.name] = totals.get(event.name, 0.0) + max(event.duration_us, 0.0)
+        grids.setdefault(event.name, Counter())[event.grid] += 1
     everything = sum(totals.values())
     # A kernel seen fewer times than there were calls (a one-off initialisation) still counts once.
     records = [
@@ -71,6 +86,7 @@ def summarize(events: Iterable[DeviceEvent], calls: int) -> tuple[KernelRecord, 
             launches=max(1, round(counts[name] / calls)),
             share=round(totals[name] / everything, 3) if everything > 0 else 0.0,
             ms=round_sig(totals[name] / counts[name] / 1e3),
+            grid=_one_grid(grids[name]),
         )
         for name in counts
     ]
@@ -78,9 +94,15 @@ def summarize(events: Iterable[DeviceEvent], calls: int) -> tuple[KernelRecord, 
     return tuple(sorted(records[:MAX_KERNELS], key=lambda r: r.name))
 
 
+def _one_grid(grids: Counter[tuple[int, ...] | None]) -> tuple[int, ...] | None:
+    """The kernel's grid when all its launches had the same one (a kernel launched with several
+    grids per call has no one grid to compare)."""
+    return next(iter(grids)) if len(grids) == 1 else None
+
+
 def with_codes(kernels: Sequence[KernelRecord], codes: dict[str, str]) -> tuple[KernelRecord, ...]:
     """The same records, each with its code hash where `codes` has one for its name."""
-    return tuple(KernelRecord(k.name, k.launches, k.share, k.ms, codes.get(k.name, k.code)) for k in kernels)
+    return tuple(replace(k, code=codes.get(k.name, k.code)) for k in kernels)
 
 
 def launches(kernels: Sequence[KernelRecord]) -> int:
@@ -95,6 +117,24 @@ class InventoryDiff:
     removed: tuple[KernelRecord, ...]
     renamed: tuple[tuple[KernelRecord, KernelRecord], ...]  # (baseline, current)
     kept: tuple[tuple[KernelRecord, KernelRecord], ...]  # same name in both
+    overall_ms: tuple[float, float] | None = None  # the call's median, baseline and now
+
+    def _counts(self, old: KernelRecord, new: KernelRecord) -> bool:
+        delta = abs(new.per_call_ms - old.per_call_ms)
+        if delta < TIME_CHANGE_MS:
+            return False
+        if self.overall_ms is None:
+            return delta >= TIME_CHANGE_REL * old.per_call_ms
+        overall = abs(self.overall_ms[1] - self.overall_ms[0])
+        return delta >= NOISE_REL * old.per_call_ms and delta >= SHARE_OF_CHANGE * overall
+
+    @property
+    def grid_changes(self) -> tuple[tuple[KernelRecord, KernelRecord], ...]:
+        return tuple(
+            (old, new)
+            for old, new in (*self.kept, *self.renamed)
+            if old.grid and new.grid and old.grid != new.grid
+        )
 
     @property
     def launch_changes(self) -> tuple[tuple[KernelRecord, KernelRecord], ...]:
@@ -103,12 +143,7 @@ class InventoryDiff:
     @property
     def time_changes(self) -> tuple[tuple[KernelRecord, KernelRecord], ...]:
         """Kernels (kept or renamed) whose time per call changed beyond noise, largest change first."""
-        pairs = [
-            (old, new)
-            for old, new in (*self.kept, *self.renamed)
-            if abs(new.per_call_ms - old.per_call_ms) >= TIME_CHANGE_MS
-            and abs(new.per_call_ms - old.per_call_ms) >= TIME_CHANGE_REL * old.per_call_ms
-        ]
+        pairs = [(old, new) for old, new in (*self.kept, *self.renamed) if self._counts(old, new)]
         pairs.sort(key=lambda pair: (-abs(pair[1].per_call_ms - pair[0].per_call_ms), pair[1].name))
         return tuple(pairs)
 
@@ -129,11 +164,19 @@ class InventoryDiff:
             or self.launch_changes
             or self.time_changes
             or self.code_changes
+            or self.grid_changes
         )
 
 
-def diff(baseline: Sequence[KernelRecord], current: Sequence[KernelRecord]) -> InventoryDiff:
-    """Compare two inventories by kernel name, pairing removed and added kernels by name similarity."""
+def diff(
+    baseline: Sequence[KernelRecord],
+    current: Sequence[KernelRecord],
+    overall_ms: tuple[float, float] | None = None,
+) -> InventoryDiff:
+    """Compare two inventories by kernel name, pairing removed and added kernels by name similarity.
+
+    `overall_ms` (the call's baseline and current median) lets a kernel's time change be judged
+    against the call's change rather than a fixed bar."""
     old = {k.name: k for k in baseline}
     new = {k.name: k for k in current}
     kept = tuple((old[name], new[name]) for name in sorted(old.keys() & new.keys()))
@@ -165,6 +208,7 @@ def diff(baseline: Sequence[KernelRecord], current: Sequence[KernelRecord]) -> I
         removed=tuple(k for k in removed if k.name not in paired_old),
         renamed=tuple(sorted(renamed, key=lambda pair: pair[1].name)),
         kept=kept,
+        overall_ms=overall_ms,
     )
 
 
@@ -216,16 +260,43 @@ def describe(d: InventoryDiff) -> list[str]:
             f"* {b.name}: {_ms(a.per_call_ms)} -> {_ms(b.per_call_ms)} per call"
             f"{_change(a.per_call_ms, b.per_call_ms)}, {b.share * 100:.0f}% of device time"
         )
+    for a, b in d.grid_changes:
+        items.append(f"# {b.name}: grid {_grid(a)} -> {_grid(b)}")
     if len(items) > MAX_LINES:
         items = [*items[:MAX_LINES], f"... and {len(items) - MAX_LINES} more (see the profile artefacts)"]
     lines.extend(items)
     if not lines:
-        lines.append(
-            f"the same {_plural(after, 'kernel launch')} as the baseline, each within "
-            f"{TIME_CHANGE_REL * 100:.0f}% of its time: the slowdown is outside the kernels "
-            "(launch overhead, gaps between kernels, host work?)"
-        )
+        lines.append(_outside(d, after))
     return lines
+
+
+def _percent(old: float, new: float) -> str:
+    return f"{(new / old - 1) * 100:+.1f}%" if old > 0 else "a change"
+
+
+def _grid(kernel: KernelRecord) -> str:
+    """`72089 blocks`, or `256x4 (1024 blocks)` for a grid of several dimensions."""
+    grid = kernel.grid or ()
+    if sum(1 for g in grid if g != 1) <= 1:
+        return f"{kernel.blocks} blocks"
+    return f"{'x'.join(str(g) for g in grid)} ({kernel.blocks} blocks)"
+
+
+def _outside(d: InventoryDiff, launched: int) -> str:
+    """The kernels did not change enough to explain the call's change: say by how much they did."""
+    same = f"the same {_plural(launched, 'kernel launch')} as the baseline"
+    if d.overall_ms is None:
+        return (
+            f"{same}, each within {TIME_CHANGE_REL * 100:.0f}% of its time: the slowdown is outside "
+            "the kernels (launch overhead, gaps between kernels, host work?)"
+        )
+    before = sum(k.per_call_ms for k in d.baseline)
+    after = sum(k.per_call_ms for k in d.current)
+    return (
+        f"{same}; their time per call {_ms(before)} -> {_ms(after)}{_change(before, after)} against "
+        f"{_percent(*d.overall_ms)} for the call: the slowdown is outside the kernels "
+        "(launch overhead, gaps between kernels, host work?)"
+    )
 
 
 def describe_code(d: InventoryDiff) -> str | None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from pytest_kernelperf.baselines import BaselineEntry
 from pytest_kernelperf.ids import entry_test_id, split_nodeid
+from pytest_kernelperf.profiling.compile_context import CompileContext
 from pytest_kernelperf.verdict.judge import Comparison, Verdict
 from pytest_kernelperf.verdict.ratio import RatioCheck
 
@@ -62,6 +63,12 @@ class BenchResult:
     def test_id(self) -> str:
         """The baseline entry's test id: the node id without the module, then `::name`."""
         return entry_test_id(self.nodeid, self.name)
+
+    @property
+    def compile_context(self) -> CompileContext | None:
+        """How torch.compile compiled the measured call (None: no compiled code, or not timed);
+        carried by `entry`, like the autotuner choices and inputs."""
+        return self.entry.compile_context if self.entry is not None else None
 
     @property
     def change_pct(self) -> float | None:

@@ -22,6 +22,8 @@ from typing import Any
 from pytest_kernelperf.baselines import BaselineEntry, MetricRecord
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.roofline import Peak, figures
+from pytest_kernelperf.profiling.compile_context import CompileContext
+from pytest_kernelperf.profiling.inputs import TensorInput
 from pytest_kernelperf.profiling.inventory import KernelRecord
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.verdict.judge import TEST_NAME, Comparison, Verdict
@@ -107,6 +109,33 @@ def _entry(entry: BaselineEntry | None) -> dict[str, Any] | None:
         "device_time": _metric_record(entry.device_time),
         "host_latency": _metric_record(entry.host_latency),
         "kernels": None if entry.kernels is None else [_kernel(k) for k in entry.kernels],
+        "compile_context": _compile_context(entry.compile_context),
+        "autotune": None if entry.autotune is None else dict(entry.autotune),
+        "inputs": None if entry.inputs is None else [_input(t) for t in entry.inputs],
+    }
+
+
+def _compile_context(context: CompileContext | None) -> dict[str, Any] | None:
+    if context is None:
+        return None
+    return {
+        "shapes": context.shapes,
+        "compiles": context.compiles,
+        "dynamic": list(context.dynamic),
+        "seen": list(context.seen),
+        "kernels": list(context.kernels),
+        "code": context.code,
+        "mode": context.mode,
+        "reason": context.reason,
+    }
+
+
+def _input(tensor: TensorInput) -> dict[str, Any]:
+    return {
+        "name": tensor.name,
+        "dtype": tensor.dtype,
+        "shape": list(tensor.shape),
+        "stride": list(tensor.stride),
     }
 
 
@@ -117,6 +146,7 @@ def _kernel(kernel: KernelRecord) -> dict[str, Any]:
         "share": kernel.share,
         "ms": kernel.ms,
         "code": kernel.code,
+        "grid": None if kernel.grid is None else list(kernel.grid),
     }
 
 
@@ -409,6 +439,52 @@ def _entry_from(reader: _Reader | None) -> BaselineEntry | None:
             _kernel_from(_Reader(k, reader.source, f"{reader.where}.kernels[{i}]"))
             for i, k in enumerate(kernels)
         ),
+        compile_context=_compile_context_from(reader.child("compile_context", optional=True)),
+        autotune=reader.text_map("autotune") if reader.raw("autotune", None) is not None else None,
+        inputs=None
+        if reader.raw("inputs", None) is None
+        else tuple(
+            _input_from(_Reader(t, reader.source, f"{reader.where}.inputs[{i}]"))
+            for i, t in enumerate(_list(reader, "inputs"))
+        ),
+    )
+
+
+def _list(reader: _Reader, key: str) -> list[Any]:
+    value = reader.raw(key)
+    if not isinstance(value, list):
+        raise reader.fail(key, f"expected a list or null, got {_kind(value)}")
+    return value
+
+
+def _wholes(reader: _Reader, key: str) -> tuple[int, ...]:
+    values = _list(reader, key)
+    if any(isinstance(v, bool) or not isinstance(v, int) for v in values):
+        raise reader.fail(key, "expected a list of whole numbers")
+    return tuple(values)
+
+
+def _compile_context_from(reader: _Reader | None) -> CompileContext | None:
+    if reader is None:
+        return None
+    return CompileContext(
+        shapes=reader.req_text("shapes"),
+        compiles=reader.whole("compiles", optional=True) or 0,
+        dynamic=reader.texts("dynamic"),
+        seen=reader.texts("seen"),
+        kernels=reader.texts("kernels"),
+        code=reader.text("code", optional=True),
+        mode=reader.text("mode", optional=True) or "fresh",
+        reason=reader.text("reason", optional=True),
+    )
+
+
+def _input_from(reader: _Reader) -> TensorInput:
+    return TensorInput(
+        name=reader.req_text("name"),
+        dtype=reader.req_text("dtype"),
+        shape=_wholes(reader, "shape"),
+        stride=_wholes(reader, "stride"),
     )
 
 
@@ -421,6 +497,7 @@ def _kernel_from(reader: _Reader) -> KernelRecord:
         share=reader.req_number("share"),
         ms=reader.req_number("ms"),
         code=reader.text("code", optional=True),
+        grid=_wholes(reader, "grid") if reader.raw("grid", None) is not None else None,
     )
 
 

@@ -1,0 +1,135 @@
+"""The tensors a call was given (shape, stride, dtype), and how they differ from the baseline's.
+
+A changed input is the most common false regression: a test that now builds 10% more elements
+runs about 10% slower with unchanged code. Recording the inputs lets the message say so first.
+Pure: tensors are read by duck typing (`shape`, `stride()`, `dtype`), so no torch import.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+MAX_INPUTS = 16
+# A name a baseline file may hold: a parameter name, or `#<position>` without a signature.
+NAME = re.compile(r"^[#A-Za-z_][A-Za-z0-9_.\[\]]{0,99}$")
+
+
+@dataclass(frozen=True)
+class TensorInput:
+    """One tensor argument of the call."""
+
+    name: str  # the parameter's name, or "#0" for the first positional argument without one
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: str  # "float32", "bfloat16", ...
+
+    @property
+    def elements(self) -> int:
+        return math.prod(self.shape)
+
+    def spelled(self) -> str:
+        return f"{self.name}: {self.dtype} {_shape(self.shape)}"
+
+
+def _shape(shape: Sequence[int]) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _is_tensor(value: object) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype") and callable(getattr(value, "stride", None))
+
+
+def _dtype_name(dtype: object) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _names(fn: Callable[..., Any] | None, count: int) -> list[str]:
+    """Names of the first `count` positional arguments, where the signature tells them."""
+    names: list[str] = []
+    try:
+        parameters = list(inspect.signature(fn).parameters.values()) if fn is not None else []
+    except (TypeError, ValueError):  # builtins and some C extensions have no signature
+        parameters = []
+    for parameter in parameters:
+        if len(names) >= count:
+            break
+        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            names.extend(f"{parameter.name}[{i}]" for i in range(count - len(names)))
+        elif parameter.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            names.append(parameter.name)
+    names.extend(f"#{i}" for i in range(len(names), count))
+    return names[:count]
+
+
+def record(
+    args: Sequence[Any], kwargs: Mapping[str, Any], fn: Callable[..., Any] | None = None
+) -> tuple[TensorInput, ...]:
+    """The tensors among the arguments (top level only), in call order."""
+    names = _names(fn, len(args))
+    found: list[TensorInput] = []
+    pairs = [*zip(names, args, strict=True), *kwargs.items()]
+    for name, value in pairs:
+        if not _is_tensor(value) or not NAME.match(name):
+            continue
+        try:
+            shape = tuple(int(d) for d in value.shape)
+            stride = tuple(int(s) for s in value.stride())
+        except (TypeError, ValueError, RuntimeError):  # a sparse or nested tensor has no strides
+            continue
+        found.append(TensorInput(name, shape, stride, _dtype_name(value.dtype)))
+    return tuple(found[:MAX_INPUTS])
+
+
+def _contiguous(shape: Sequence[int]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def _grew(old: int, new: int) -> str:
+    if old <= 0:
+        return "changed"
+    change = (new / old - 1) * 100
+    word = "grew" if new > old else "shrank"
+    return f"{word} {abs(change):.3g}%"
+
+
+def describe_change(baseline: Sequence[TensorInput], current: Sequence[TensorInput]) -> list[str]:
+    """One phrase per input that differs from the baseline's: size, dtype, layout, added or gone."""
+    old = {t.name: t for t in baseline}
+    new = {t.name: t for t in current}
+    parts: list[str] = []
+    for name in [t.name for t in current]:
+        if name not in old:
+            parts.append(f"{new[name].spelled()} is new")
+            continue
+        a, b = old[name], new[name]
+        if a.shape != b.shape:
+            parts.append(
+                f"{name} {_grew(a.elements, b.elements)} ({a.elements} -> {b.elements} elements, "
+                f"shape {_shape(a.shape)} -> {_shape(b.shape)})"
+            )
+        if a.dtype != b.dtype:
+            parts.append(f"{name} {a.dtype} -> {b.dtype}")
+        if a.shape == b.shape and a.stride != b.stride:
+            layout = " (no longer contiguous)" if a.stride == _contiguous(a.shape) else ""
+            parts.append(f"{name} strides {_shape(a.stride)} -> {_shape(b.stride)}{layout}")
+    parts.extend(f"{old[name].spelled()} is gone" for name in old if name not in new)
+    return parts
+
+
+def input_line(baseline: Sequence[TensorInput] | None, current: Sequence[TensorInput] | None) -> str | None:
+    """The regression message's line on inputs, or None when both runs had the same (or unknown)."""
+    if baseline is None or current is None:
+        return None
+    parts = describe_change(baseline, current)
+    if not parts:
+        return None
+    return "inputs differ from the baseline's: " + "; ".join(parts) + " (the test changed, not the kernel?)"
