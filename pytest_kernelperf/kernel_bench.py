@@ -14,14 +14,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pytest_kernelperf.baselines import (
-    BaselineEntry,
-    BaselineError,
-    BaselineStore,
-    EntryKey,
-    MetricRecord,
-    as_stored,
-)
+from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord, as_stored
+from pytest_kernelperf.baselines.store import BaselineStore
+from pytest_kernelperf.baselines.yaml_io import BaselineError
 from pytest_kernelperf.correctness import Mismatch, assert_matches
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.roofline import tensor_bytes
@@ -307,8 +302,8 @@ class KernelBench:
             return self._store.lookup(path, key)
         except BaselineError as exc:
             problem = exc
-        if self.settings.update:
-            self._hooks.warn(f"{problem.path}: {problem.problem}; the update replaces this file")
+        if self.settings.update and self.settings.replace_unreadable:
+            self._hooks.warn(f"{problem.path}: {problem.problem}; REPLACING this file: its entries are lost")
             return None
         self._hooks.fail(str(problem))  # outside the except block: no chained traceback
 

@@ -80,7 +80,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     cli = {option.field: config.getoption(f"kernelperf_{option.field}") for option in OPTIONS}
-    ini = {option.field: config.getini(option.ini_name) for option in OPTIONS}
+    ini = {option.field: config.getini(option.ini_name) for option in OPTIONS if option.ini}
     try:
         settings = resolve(
             cli,
@@ -194,6 +194,6 @@ def kernel_bench(request: pytest.FixtureRequest) -> Any:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     state = session.config.stash[SESSION]
-    state.finish()
+    state.finish(interrupted=session.exitstatus == pytest.ExitCode.INTERRUPTED)
     if any(update.error for update in state.updates) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a baseline file could not be written

@@ -168,6 +168,23 @@ OPTIONS: tuple[Option, ...] = (
         _path,
     ),
     Option("plot", "write PNG plots to this folder (needs matplotlib)", _path),
+    # Updates that lose entries: each only when asked for by name, on the command line.
+    Option(
+        "replace_unreadable",
+        "with --kernelperf-update-baselines, replace baseline files that cannot be read (a merge "
+        "conflict, a cut file), losing every entry in them; without it such files are left alone",
+        _bool,
+        flag=True,
+        ini=False,
+    ),
+    Option(
+        "write_interrupted",
+        "with --kernelperf-update-baselines, write the entries an interrupted (Ctrl-C) run measured; "
+        "without it an interrupted update writes nothing",
+        _bool,
+        flag=True,
+        ini=False,
+    ),
 )
 _BY_FIELD = {option.field: option for option in OPTIONS}
 MARKER_KEYS = tuple(option.field for option in OPTIONS if option.marker)
@@ -195,6 +212,8 @@ class Settings:
     json: Path | None = None
     markdown: Path | None = None
     plot: Path | None = None
+    replace_unreadable: bool = False
+    write_interrupted: bool = False
 
     def plan(self, prefer_method: str | None = None) -> SamplingPlan:
         return SamplingPlan(

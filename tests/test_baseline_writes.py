@@ -17,14 +17,18 @@ import pytest
 from baseline_samples import sample_entries, sample_text
 
 from pytest_kernelperf import baselines
-from pytest_kernelperf.baselines import BaselineStore, EntryKey, file_for, read, write_atomic
+from pytest_kernelperf.baselines import atomic, yaml_io
+from pytest_kernelperf.baselines.atomic import write_atomic
+from pytest_kernelperf.baselines.schema import EntryKey
+from pytest_kernelperf.baselines.store import BaselineStore, file_for
+from pytest_kernelperf.baselines.yaml_io import read
 
 ROOT = Path(baselines.__file__).resolve().parent.parent
 OLD = "schema_version: 1\nentries: {}\nend: true\n"
 
 
 def leftovers(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+    return sorted(p.name for p in folder.iterdir() if atomic.TEMPORARY_MARK in p.name)
 
 
 # --- Ctrl-C ------------------------------------------------------------------------------------
@@ -54,17 +58,17 @@ def test_ctrl_c_during_a_write_keeps_the_old_file_and_no_temporary(
 KILLED_WRITER = """
 import os, sys, time
 from pathlib import Path
-from pytest_kernelperf import baselines
+from pytest_kernelperf.baselines import atomic
 
 if sys.argv[2] == "named":
-    baselines._write_unnamed = lambda folder, name, data: False
+    atomic._write_unnamed = lambda folder, name, data: False
 real_fsync = os.fsync
 def stall(fd):
     real_fsync(fd)
     print("written", flush=True)
     time.sleep(600)
 os.fsync = stall
-baselines.write_atomic(Path(sys.argv[1]), "schema_version: 1\\nentries: {}\\nend: true\\n# new\\n" * 500)
+atomic.write_atomic(Path(sys.argv[1]), "schema_version: 1\\nentries: {}\\nend: true\\n# new\\n" * 500)
 """
 
 
@@ -87,7 +91,7 @@ def kill_mid_write(path: Path, mode: str) -> None:
 
 def unnamed_files_work(folder: Path) -> bool:
     probe = folder / ".probe.0.1.tmp"
-    ok = baselines._write_unnamed(folder, probe, b"x")
+    ok = atomic._write_unnamed(folder, probe, b"x")
     if ok:
         probe.unlink()
     return ok
@@ -117,13 +121,40 @@ def test_sigkill_mid_write_with_named_temporary_is_cleaned_by_the_next_write(tmp
 
 def test_temporaries_of_running_writers_and_other_files_are_left_alone(tmp_path: Path) -> None:
     path = tmp_path / "t.yaml"
-    running = tmp_path / f".t.yaml.abcd1234.{os.getppid()}.tmp"  # our parent: alive
-    other_file = tmp_path / ".u.yaml.abcd1234.999999999.tmp"  # another baseline file's
+    running = tmp_path / f".t.yaml.kernelperf-tmp-{os.getppid()}-abcd1234"  # our parent: alive
     unrelated = tmp_path / "notes.tmp"
-    for keep in (running, other_file, unrelated):
+    for keep in (running, unrelated):
         keep.write_text("x")
     write_atomic(path, OLD)
-    assert running.exists() and other_file.exists() and unrelated.exists()
+    assert running.exists() and unrelated.exists()
+
+
+def test_any_write_removes_dead_writers_temporaries_of_other_files_too(tmp_path: Path) -> None:
+    dead = tmp_path / ".u.yaml.kernelperf-tmp-999999999-abcd1234"  # another file's, writer gone
+    old = tmp_path / f".v.yaml.kernelperf-tmp-{os.getppid()}-abcd1234"  # alive pid, but long past
+    dead.write_text("x")
+    old.write_text("x")
+    os.utime(old, (0, 0))  # a write takes milliseconds: an hour-old temporary is a leftover
+    write_atomic(tmp_path / "t.yaml", OLD)
+    assert not dead.exists() and not old.exists()
+
+
+def test_an_update_cleans_stale_temporaries_anywhere_under_the_baseline_folder(tmp_path: Path) -> None:
+    nested = tmp_path / "a" / "b"
+    nested.mkdir(parents=True)
+    stale = nested / ".test_x.yaml.kernelperf-tmp-999999999-abcd1234"
+    stale.write_text("x")
+    store, _ = store_with_one_entry(tmp_path)
+    store.write()
+    assert not stale.exists()
+
+
+def test_temporaries_match_the_documented_gitignore_line(tmp_path: Path) -> None:
+    import fnmatch
+
+    name = atomic.temporary_for(tmp_path / "test_gelu.yaml").name
+    assert fnmatch.fnmatch(name, atomic.GITIGNORE_LINE) and atomic.GITIGNORE_LINE == ".*.kernelperf-tmp-*"
+    assert atomic.GITIGNORE_LINE in (ROOT.parent / "docs" / "ci.md").read_text()
 
 
 # --- folders that cannot be written --------------------------------------------------------------
@@ -179,7 +210,7 @@ def test_write_failure_is_reported_per_file_not_raised(
         return real_open(file, flags, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "open", refuse)
-    monkeypatch.setattr(baselines, "_write_unnamed", lambda folder, name, data: False)
+    monkeypatch.setattr(atomic, "_write_unnamed", lambda folder, name, data: False)
     updates = {u.path.name: u for u in store.write()}
     assert updates["test_k.yaml"].error is not None and hint in updates["test_k.yaml"].error
     assert str(tmp_path) in updates["test_k.yaml"].error
@@ -206,12 +237,29 @@ def test_unchanged_file_is_not_rewritten(tmp_path: Path) -> None:
     assert (before.st_ino, before.st_mtime_ns) == (after.st_ino, after.st_mtime_ns)
 
 
-def test_update_replaces_an_unreadable_file_and_says_so(tmp_path: Path) -> None:
+UNREADABLE = "schema_version: 1\nentries:\n  a: 1\n  a: 2\nend: true\n"
+
+
+def test_update_leaves_an_unreadable_file_alone_and_says_how_to_repair_it(tmp_path: Path) -> None:
     store, path = store_with_one_entry(tmp_path)
-    path.write_text("schema_version: 1\nentries:\n  a: 1\n  a: 2\nend: true\n")
+    path.write_text(UNREADABLE)
+    [update] = store.write()
+    assert path.read_text() == UNREADABLE
+    assert update.error is not None and update.replaced_unreadable is None
+    assert "line 4: " in update.error and "duplicate key" in update.error
+    assert f"git checkout -- {path}" in update.error and "--kernelperf-replace-unreadable" in update.error
+    assert "1 measured entry not written" in update.error
+
+
+def test_update_replaces_an_unreadable_file_only_when_asked_and_says_so(tmp_path: Path) -> None:
+    _, path = store_with_one_entry(tmp_path)
+    store = BaselineStore(tmp_path, replace_unreadable=True)
+    key, entry = next(iter(sample_entries().items()))
+    store.stage(path, key, entry)
+    path.write_text(UNREADABLE)
     [update] = store.write()
     assert update.replaced_unreadable is not None and "duplicate key" in update.replaced_unreadable
-    assert len(read(path)) == 1
+    assert update.error is None and len(read(path)) == 1
 
 
 def test_prune_removes_only_the_named_tests(tmp_path: Path) -> None:
@@ -278,6 +326,6 @@ def test_odd_test_ids_round_trip(tmp_path: Path) -> None:
     entry = next(iter(sample_entries().values()))
     entries = {EntryKey(test, "NVIDIA H200", "hot"): entry for test in ids}
     path = tmp_path / "t.yaml"
-    write_atomic(path, baselines.dump(entries))
+    write_atomic(path, yaml_io.dump(entries))
     assert read(path) == entries
     assert [p.name for p in tmp_path.iterdir()] == ["t.yaml"]

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from pytest_kernelperf.baselines import BaselineError
 from pytest_kernelperf.baselines.unused import split_nodeid, unused_tests
+from pytest_kernelperf.baselines.yaml_io import BaselineError
 from pytest_kernelperf.measure import gpu
 from pytest_kernelperf.measure.faults import FaultGuard, Poison
 from pytest_kernelperf.measure.timing import Timer

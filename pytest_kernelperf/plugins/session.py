@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pytest_kernelperf.baselines import BaselineStore, FileUpdate
+from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate
 from pytest_kernelperf.kernel_bench import Hooks, KernelBench, no_guard
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.timing import Timer
@@ -34,7 +34,7 @@ class KernelperfSession:
         | None = None,
     ) -> None:
         self.settings = settings
-        self.store = BaselineStore(settings.baseline_dir)
+        self.store = BaselineStore(settings.baseline_dir, replace_unreadable=settings.replace_unreadable)
         self.results: list[BenchResult] = []
         self.updates: list[FileUpdate] = []
         self._make_timer = make_timer
@@ -71,9 +71,11 @@ class KernelperfSession:
         """The devices this run timed on (for reports: their environment and peak bandwidth)."""
         return list(self._device_cache.values())
 
-    def finish(self) -> None:
+    def finish(self, interrupted: bool = False) -> None:
         if self.settings.update and self.blocked is None:
-            self.updates = self.store.write(remove=self.remove)
+            self.updates = self.store.commit(
+                interrupted=interrupted, write_interrupted=self.settings.write_interrupted, remove=self.remove
+            )
 
 
 def _warn(message: str) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pytest_kernelperf.baselines import BaselineEntry
+from pytest_kernelperf.baselines.schema import BaselineEntry
 from pytest_kernelperf.profiling import envdiff, inventory
 from pytest_kernelperf.profiling.capture import CallProfile
 from pytest_kernelperf.profiling.inventory import KernelRecord

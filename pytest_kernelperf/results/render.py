@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_kernelperf.baselines import FileUpdate
+from pytest_kernelperf.baselines.store import FileUpdate
 from pytest_kernelperf.measure.roofline import Peak, figures
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.verdict.judge import Verdict
