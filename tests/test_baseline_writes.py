@@ -11,10 +11,12 @@ import signal
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from baseline_samples import sample_entries, sample_text
+from conftest import Project
 
 from pytest_kernelperf import baselines
 from pytest_kernelperf.baselines import atomic, yaml_io
@@ -329,3 +331,102 @@ def test_odd_test_ids_round_trip(tmp_path: Path) -> None:
     write_atomic(path, yaml_io.dump(entries))
     assert read(path) == entries
     assert [p.name for p in tmp_path.iterdir()] == ["t.yaml"]
+
+
+# --- interrupted updates ---------------------------------------------------------------------------
+
+SIX_TESTS = """
+import os
+
+import pytest
+import torch
+
+def kernel(x):
+    return x * 2
+kernel.fake_ms = float(os.environ.get("FAKE_MS", "1.0"))
+
+@pytest.mark.parametrize("i", range(6))
+def test_six(kernel_bench, i):
+    kernel_bench(kernel, torch.ones(8))
+    if i == 3 and os.environ.get("INTERRUPT_AT_4") == "1":
+        raise KeyboardInterrupt  # what Ctrl-C raises in the test that runs
+"""
+
+
+def interrupted_update(project: Project, *args: str) -> tuple[pytest.RunResult, bytes]:
+    project.module(SIX_TESTS)
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=6)
+    before = project.baseline_file.read_bytes()
+    project.monkeypatch.setenv("INTERRUPT_AT_4", "1")
+    project.monkeypatch.setenv("FAKE_MS", "3.0")  # every entry would change
+    result = project.pytester.runpytest(
+        "-p", "no:cacheprovider", "--kernelperf-update-baselines", *args, no_reraise_ctrlc=True
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    return result, before
+
+
+def test_an_interrupted_update_writes_nothing_and_says_what(project: Project) -> None:
+    result, before = interrupted_update(project)
+    assert project.baseline_file.read_bytes() == before
+    result.stdout.fnmatch_lines(
+        [
+            "*test_kernels.yaml: NOT written: the run was interrupted: 4 measured entries not written "
+            "(test_six[[]0[]], test_six[[]1[]], test_six[[]2[]], test_six[[]3[]]); run the update again, "
+            "or write what an interrupted run measured with --kernelperf-write-interrupted"
+        ]
+    )
+
+
+def test_an_interrupted_update_writes_when_asked(project: Project) -> None:
+    result, before = interrupted_update(project, "--kernelperf-write-interrupted")
+    assert project.baseline_file.read_bytes() != before
+    result.stdout.fnmatch_lines(["*test_kernels.yaml: 0 added, 4 changed, 0 unchanged, 2 kept"])
+
+
+def test_a_store_commit_after_an_interrupt_writes_nothing(tmp_path: Path) -> None:
+    store, path = store_with_one_entry(tmp_path)
+    [update] = store.commit(interrupted=True)
+    assert not path.exists()
+    assert (
+        update.error is not None and "the run was interrupted: 1 measured entry not written" in update.error
+    )
+    [update] = store.commit(interrupted=True, write_interrupted=True)
+    assert update.error is None and len(read(path)) == 1
+
+
+# --- re-measurements within noise --------------------------------------------------------------------
+
+
+def test_a_remeasurement_within_noise_keeps_the_old_entry_and_date(tmp_path: Path) -> None:
+    key, entry = next((k, e) for k, e in sample_entries().items() if e.kernels is None)
+    path = tmp_path / "t.yaml"
+    write_atomic(path, yaml_io.dump({key: entry}))
+    before = path.read_bytes()
+    record = entry.device_time
+    nudged = replace(
+        record, median_ms=record.ci_ms[1], quantiles_ms=tuple(q * 1.001 for q in record.quantiles_ms)
+    )
+    store = BaselineStore(tmp_path)
+    store.stage(path, key, replace(entry, device_time=nudged, recorded="2027-01-01T00:00:00Z"))
+    [update] = store.write()
+    assert (update.changed, update.unchanged) == ((), 1)
+    assert path.read_bytes() == before  # old figures, old date: no diff
+
+
+def test_a_remeasurement_beyond_noise_is_changed(tmp_path: Path) -> None:
+    key, entry = next((k, e) for k, e in sample_entries().items() if e.kernels is None)
+    path = tmp_path / "t.yaml"
+    write_atomic(path, yaml_io.dump({key: entry}))
+    record = entry.device_time
+    slower = replace(
+        record,
+        median_ms=record.median_ms * 1.02,
+        ci_ms=(record.ci_ms[0] * 1.02, record.ci_ms[1] * 1.02),
+        quantiles_ms=tuple(q * 1.02 for q in record.quantiles_ms),
+    )
+    store = BaselineStore(tmp_path)
+    store.stage(path, key, replace(entry, device_time=slower, recorded="2027-01-01T00:00:00Z"))
+    [update] = store.write()
+    assert (update.changed, update.unchanged) == ((key,), 0)
+    assert read(path)[key].recorded == "2027-01-01T00:00:00Z"
