@@ -159,6 +159,16 @@ BROKEN: list[tuple[str, str, str, int | None]] = [
     ("unquoted date", with_value("recorded", "2026-11-30"), "recorded must be a quoted date string", 12),
     ("impossible date", with_value("recorded", "2026-02-30"), "day is out of range", 12),
     ("unknown method", with_value("method", "'rm -rf /'"), "method must be a timer name", 9),
+    ("method with spaces", with_value("method", "'Scripted Timer!'"), "method must be a timer name", 9),
+    ("CI reversed", with_value("ci_ms", "[1.1, 0.9]"), "ci_ms must hold the median", 7),
+    ("CI beside the median", with_value("ci_ms", "[5.0, 6.0]"), "ci_ms must hold the median", 7),
+    (
+        "median far below its quantiles",
+        with_value("median_ms", "0.0001").replace("[0.9, 1.1]", "[0.00005, 0.0002]"),
+        "median_ms 0.0001 lies outside its own quantiles_ms (0.9 to 1.1)",
+        8,
+    ),
+    ("unsorted quantiles", with_value("quantiles_ms", "[1.1, 1.0, 0.9]"), "quantiles_ms must be sorted", 11),
     ("typo in a key", with_value("median_ms", "1.0\n          medain_ms: 1.0"), "unknown key 'medain_ms'", 9),
     ("unknown cache mode", file_with().replace("hot:", "warm:"), "unknown cache mode 'warm'", 5),
     (
