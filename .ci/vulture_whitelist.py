@@ -5,7 +5,8 @@ name in .ci/run; everything else is listed here with the reason it stays."""
 from vulture.whitelist_utils import Whitelist
 
 from pytest_kernelperf import plugin, testing
-from pytest_kernelperf.baselines import _Dumper
+from pytest_kernelperf.baselines import atomic
+from pytest_kernelperf.baselines.yaml_io import _Dumper
 from pytest_kernelperf.history import bisect, browser, portable
 from pytest_kernelperf.history.store import HistoryStore
 from pytest_kernelperf.kernel_bench import KernelBench
@@ -34,3 +35,4 @@ browser.console_errors  # used by the dashboard's browser test and demo
 browser.wait_ready
 portable.portable_note  # called by the session for "new" results and by the history CLI
 HistoryStore.append_run  # --kernelperf-history
+atomic.GITIGNORE_LINE  # the .gitignore line docs/ci.md gives, checked by a test

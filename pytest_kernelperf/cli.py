@@ -5,7 +5,9 @@
     python -m pytest_kernelperf update-baselines RUN.json [--baseline-dir DIR]
     python -m pytest_kernelperf report RUN.json [--markdown PATH] [--plot DIR]
 
-Exit status: 0 on success, 1 when `compare` finds a regression, 2 for a usage or file error.
+Exit status: 0 on success, 1 when `compare` finds a regression, 2 for a usage or file error: a
+run file that cannot be read or fails its schema, or a file that could not be written (a baseline
+file that `update-baselines` left as it was included). Every error names the file and what is wrong.
 """
 
 from __future__ import annotations
@@ -148,13 +150,20 @@ def _print_lines(lines: list[render.Line], out: TextIO, colour: bool) -> None:
 
 def _compare(args: argparse.Namespace, out: TextIO) -> int:
     old, new = _load(args.old), _load(args.new)
-    results, missing = saved_runs.compare_runs(
+    compared = saved_runs.compare_runs(
         old, new, old_source=str(args.old), threshold=args.threshold, alpha=args.alpha
     )
+    results = compared.results
     print(f"kernelperf compare: {args.new} against {args.old}", file=out)
     _print_lines(render.styled_lines(results, new.peaks), out, _colour(args.color, out))
-    for key in missing:
+    for key in compared.missing:
         print(f"not in {args.new}: {saved_runs.describe_key(key)}", file=out)
+    for key in compared.untimed:
+        print(
+            f"no timing in {args.new} for {saved_runs.describe_key(key)}: that run only checked it "
+            "(a run without --kernelperf)",
+            file=out,
+        )
     judged = runfile.RunReport(
         plugin_version=new.plugin_version,
         created=new.created,
@@ -253,4 +262,10 @@ def _update(args: argparse.Namespace, out: TextIO) -> int:
         raise CliError(f"cannot write baselines under {args.baseline_dir}: {exc}") from None
     for line in render.update_lines(updates):
         print(line, file=out)
+    failed = [update.path for update in updates if update.error]
+    if failed:
+        raise CliError(
+            f"{len(failed)} of {len(updates)} baseline files NOT written ({', '.join(map(str, failed))}); "
+            "see why above"
+        )
     return 0

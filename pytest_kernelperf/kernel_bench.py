@@ -15,14 +15,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from pytest_kernelperf import call_arguments
-from pytest_kernelperf.baselines import (
-    BaselineEntry,
-    BaselineError,
-    BaselineStore,
-    EntryKey,
-    MetricRecord,
-    as_stored,
-)
+from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord, as_stored
+from pytest_kernelperf.baselines.store import BaselineStore
+from pytest_kernelperf.baselines.yaml_io import BaselineError
 from pytest_kernelperf.correctness import Mismatch, Uncomparable, assert_matches, mutated, snapshot
 from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.ids import check_name, entry_test_id, split_nodeid
@@ -428,8 +423,8 @@ class KernelBench:
             return self._store.lookup(path, key)
         except BaselineError as exc:
             problem = exc
-        if self.settings.update:
-            self._hooks.warn(f"{problem.path}: {problem.problem}; the update replaces this file")
+        if self.settings.update and self.settings.replace_unreadable:
+            self._hooks.warn(f"{problem.path}: {problem.problem}; REPLACING this file: its entries are lost")
             return None
         self._hooks.fail(str(problem))  # outside the except block: no chained traceback
 

@@ -43,13 +43,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     for option in OPTIONS:
         action = "store_true" if option.flag else "store"
         group.addoption(option.cli_name, action=action, default=None, dest=option.dest, help=option.help_text)
-        parser.addini(option.ini_name, help=option.help_text, default=None)
+        if option.ini:
+            parser.addini(option.ini_name, help=option.help_text, default=None)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     cli = {option.field: config.getoption(option.dest) for option in OPTIONS}
-    ini = {option.field: config.getini(option.ini_name) for option in OPTIONS}
+    ini = {option.field: config.getini(option.ini_name) for option in OPTIONS if option.ini}
     try:
         settings = resolve(
             cli, ini, rootdir=Path(config.rootpath), ini_file=str(config.inipath or "the ini file")

@@ -94,6 +94,7 @@ class Option:
     parse: Callable[[Any], Any]
     flag: bool = False  # a command-line switch without a value
     marker: bool = False  # settable per test with @pytest.mark.kernelperf(...)
+    ini: bool = True  # also an ini key (False: a choice that must be made on the command line each time)
     name: str | None = None  # the flag, where it is not --kernelperf-<field>
 
     @property
@@ -255,6 +256,25 @@ OPTIONS: tuple[Option, ...] = (
         _bool,
         flag=True,
     ),
+    # Updates that lose entries: each only when asked for by name, on the command line.
+    Option(
+        "replace_unreadable",
+        False,
+        "with --kernelperf-update-baselines, replace baseline files that cannot be read (a merge "
+        "conflict, a cut file), losing every entry in them; without it such files are left alone",
+        _bool,
+        flag=True,
+        ini=False,
+    ),
+    Option(
+        "write_interrupted",
+        False,
+        "with --kernelperf-update-baselines, write the entries an interrupted (Ctrl-C) run measured; "
+        "without it an interrupted update writes nothing",
+        _bool,
+        flag=True,
+        ini=False,
+    ),
 )
 _BY_FIELD = {option.field: option for option in OPTIONS}
 DEFAULTS: Mapping[str, Any] = {option.field: option.default for option in OPTIONS}
@@ -290,6 +310,8 @@ class Settings:
     plot: Path | None = DEFAULTS["plot"]
     isolate: bool = DEFAULTS["isolate"]
     require_gpu: bool = DEFAULTS["require_gpu"]
+    replace_unreadable: bool = DEFAULTS["replace_unreadable"]
+    write_interrupted: bool = DEFAULTS["write_interrupted"]
 
     @property
     def timing(self) -> bool:

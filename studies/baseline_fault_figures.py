@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from baseline_samples import sample_entries, sample_text
 
-from pytest_kernelperf.baselines import BaselineError, read
+from pytest_kernelperf.baselines.yaml_io import BaselineError, read
 
 NOISE = b" \t\n\r:-[],{}#&*!|>'\"%@`.0123456789eE+\x00\xff\xc3yn~"
 

@@ -43,7 +43,7 @@ from pathlib import Path
 
 out, work = Path(sys.argv[1]), Path(sys.argv[2])
 sys.path.insert(0, ".")
-from pytest_kernelperf.baselines import read
+from pytest_kernelperf.baselines.yaml_io import read
 
 
 def outcomes(name):

@@ -50,7 +50,7 @@ from pathlib import Path
 
 work = Path(sys.argv[1])
 sys.path.insert(0, ".")
-from pytest_kernelperf.baselines import read
+from pytest_kernelperf.baselines.yaml_io import read
 
 
 def files(folder):

@@ -122,7 +122,7 @@ def gpu_lock(store: Path) -> Any:
 
 
 def child_baseline(store: Path, small_by_work: bool) -> None:
-    from pytest_kernelperf import baselines
+    from pytest_kernelperf.baselines import atomic, schema, yaml_io
     from pytest_kernelperf.kernel_bench import _record_of
 
     start_up()
@@ -136,11 +136,11 @@ def child_baseline(store: Path, small_by_work: bool) -> None:
     for size in SIZES:
         metric = measure(size, 0.0)
         samples[size] = rounded(metric.samples_ms)
-        key = baselines.EntryKey(f"gelu_{size}", "gpu", "hot")
-        entries[key] = baselines.as_stored(
-            baselines.BaselineEntry(device_time=_record_of(metric), recorded="-", environment={})
+        key = schema.EntryKey(f"gelu_{size}", "gpu", "hot")
+        entries[key] = schema.as_stored(
+            schema.BaselineEntry(device_time=_record_of(metric), recorded="-", environment={})
         )
-    baselines.write_atomic(store, baselines.dump(entries))
+    atomic.write_atomic(store, yaml_io.dump(entries))
     store.with_suffix(".samples.json").write_text(json.dumps(samples))
     if small_by_work:
         work = calibrate()
@@ -154,10 +154,10 @@ def rounded(samples_ms: Any) -> list[float]:
 
 
 def child_compare(store: Path, result: Path) -> None:
-    from pytest_kernelperf import baselines
+    from pytest_kernelperf.baselines import schema, yaml_io
     from pytest_kernelperf.verdict.judge import compare
 
-    stored = baselines.read(store)
+    stored = yaml_io.read(store)
     calibration = store.with_suffix(".work.json")
     if calibration.exists():
         WORK.update({float(k): int(v) for k, v in json.loads(calibration.read_text()).items()})
@@ -165,7 +165,7 @@ def child_compare(store: Path, result: Path) -> None:
     lock = gpu_lock(store)
     rows = []
     for size in SIZES:
-        base = stored[baselines.EntryKey(f"gelu_{size}", "gpu", "hot")].device_time
+        base = stored[schema.EntryKey(f"gelu_{size}", "gpu", "hot")].device_time
         unchanged = None
         for label, slowdown in SLOWDOWNS.items():
             metric = measure(size, slowdown)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_kernelperf.baselines import BaselineEntry, EntryKey, MetricRecord, as_stored, dump
+from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord, as_stored
+from pytest_kernelperf.baselines.yaml_io import dump
 from pytest_kernelperf.profiling.inventory import KernelRecord
 
 H200 = "NVIDIA H200"

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from baseline_samples import H200, sample_entries
 from conftest import Project
+
+from pytest_kernelperf.baselines.schema import EntryKey
+from pytest_kernelperf.baselines.yaml_io import dump, read
 
 TWO_TESTS = """
 import torch
@@ -47,8 +51,9 @@ def test_bad_file_fails_only_its_tests_and_is_left_alone(project: Project) -> No
     result.assert_outcomes(passed=2, failed=2)
     message = (
         f"baseline file {bad}:{line}: not valid YAML: duplicate key 'test_one' (first on line 5; "
-        "a merge conflict resolved badly?); fix it, or regenerate it with "
-        "`pytest --kernelperf-update-baselines`"
+        f"a merge conflict resolved badly?); repair it (resolve the merge conflict, or restore it with "
+        f"`git checkout -- {bad}`), or replace it on purpose, losing its entries, with "
+        "`pytest --kernelperf-update-baselines --kernelperf-replace-unreadable`"
     )
     result.stdout.fnmatch_lines(["*_ test_one _*", message, "*_ test_two _*", message])
     assert "During handling" not in result.stdout.str()
@@ -62,12 +67,25 @@ def test_plain_run_does_not_need_the_bad_file(project: Project) -> None:
     project.run().assert_outcomes(passed=4)  # without --kernelperf only correctness is checked
 
 
-def test_update_replaces_the_bad_file_and_says_so(project: Project) -> None:
+def test_update_leaves_the_bad_file_alone_and_fails_its_tests(project: Project) -> None:
+    _, bad = two_modules(project)
+    break_with_duplicate_key(bad)
+    bad_before = bad.read_bytes()
+
+    result = project.run("--kernelperf-update-baselines")
+
+    result.assert_outcomes(passed=2, failed=2)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*_ test_one _*", "baseline file *duplicate key*; repair it *"])
+    assert bad.read_bytes() == bad_before
+
+
+def test_update_replaces_the_bad_file_when_asked_and_says_so(project: Project) -> None:
     good, bad = two_modules(project)
     break_with_duplicate_key(bad)
     good_before = good.read_bytes()
 
-    result = project.run("--kernelperf-update-baselines")
+    result = project.run("--kernelperf-update-baselines", "--kernelperf-replace-unreadable")
 
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(["*test_bad.yaml: 2 added, * (replaced an unreadable file: *duplicate key*"])
@@ -96,3 +114,63 @@ def test_unwritable_baseline_folder_is_a_clear_error_not_a_traceback(project: Pr
     result.stdout.fnmatch_lines(["*test_kernels.yaml: NOT written: *a file stands where a folder should be*"])
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     assert "Traceback" not in result.stdout.str()
+
+
+def with_gpu_entries_and_a_conflict_in_test_two(path: Path) -> bytes:
+    """The CPU entries of an update, plus H200 entries a CPU machine cannot remeasure; then test_two
+    wrapped in merge-conflict markers. Returns the broken file's bytes."""
+    entries = read(path)
+    h200 = next(entry for key, entry in sample_entries().items() if key.device == H200)
+    for test in ("test_one", "test_two"):
+        entries[EntryKey(test, H200, "hot")] = h200
+    lines = dump(entries).splitlines(keepends=True)
+    start = lines.index("  test_two:\n")
+    lines[start:start] = ["<<<<<<< HEAD\n"]
+    lines[-1:-1] = ["=======\n", ">>>>>>> other-branch\n"]
+    path.write_text("".join(lines))
+    return path.read_bytes()
+
+
+def test_update_of_one_test_never_rewrites_a_file_in_conflict(project: Project) -> None:
+    project.module(TWO_TESTS, name="test_k")
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=2)
+    path = project.pytester.path / "baselines" / "test_k.yaml"
+    broken = with_gpu_entries_and_a_conflict_in_test_two(path)
+
+    result = project.run("--kernelperf-update-baselines", "-k", "test_one")
+
+    assert path.read_bytes() == broken  # the H200 entries and test_two are all still there
+    result.assert_outcomes(failed=1, deselected=1)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            f"*baseline file {path}:*: unresolved merge conflict markers; repair it (resolve the merge "
+            f"conflict, or restore it with `git checkout -- {path}`)*"
+        ]
+    )
+    # Resolving the conflict gives back every entry: nothing was lost.
+    path.write_text(
+        path.read_text().replace("<<<<<<< HEAD\n", "").replace("=======\n>>>>>>> other-branch\n", "")
+    )
+    assert {(k.test, k.device) for k in read(path) if k.device == H200} == {
+        ("test_one", H200),
+        ("test_two", H200),
+    }
+
+
+def test_replacing_a_file_in_conflict_on_purpose_is_loud(project: Project) -> None:
+    project.module(TWO_TESTS, name="test_k")
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=2)
+    path = project.pytester.path / "baselines" / "test_k.yaml"
+    with_gpu_entries_and_a_conflict_in_test_two(path)
+
+    result = project.run("--kernelperf-update-baselines", "--kernelperf-replace-unreadable", "-k", "test_one")
+
+    result.assert_outcomes(passed=1, deselected=1, warnings=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_k.yaml: unresolved merge conflict markers; REPLACING this file: its entries are lost",
+            "*test_k.yaml: 1 added, * (replaced an unreadable file: unresolved merge conflict markers)",
+        ]
+    )
+    assert {k.test for k in read(path)} == {"test_one"}

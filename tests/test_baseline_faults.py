@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from baseline_samples import sample_entries, sample_text
 
-from pytest_kernelperf import baselines
-from pytest_kernelperf.baselines import MAX_FILE_BYTES, BaselineError, parse, read
+from pytest_kernelperf.baselines import atomic, yaml_io
+from pytest_kernelperf.baselines.yaml_io import MAX_FILE_BYTES, BaselineError, parse, read
 
 LOADERS = [
-    pytest.param(baselines._LOADER, id="default-loader"),
-    pytest.param(baselines._StrictLoader, id="pure"),
+    pytest.param(yaml_io._LOADER, id="default-loader"),
+    pytest.param(yaml_io._StrictLoader, id="pure"),
 ]
 REGENERATE = "--kernelperf-update-baselines"
 
@@ -159,6 +159,16 @@ BROKEN: list[tuple[str, str, str, int | None]] = [
     ("unquoted date", with_value("recorded", "2026-11-30"), "recorded must be a quoted date string", 12),
     ("impossible date", with_value("recorded", "2026-02-30"), "day is out of range", 12),
     ("unknown method", with_value("method", "'rm -rf /'"), "method must be a timer name", 9),
+    ("method with spaces", with_value("method", "'Scripted Timer!'"), "method must be a timer name", 9),
+    ("CI reversed", with_value("ci_ms", "[1.1, 0.9]"), "ci_ms must hold the median", 7),
+    ("CI beside the median", with_value("ci_ms", "[5.0, 6.0]"), "ci_ms must hold the median", 7),
+    (
+        "median far below its quantiles",
+        with_value("median_ms", "0.0001").replace("[0.9, 1.1]", "[0.00005, 0.0002]"),
+        "median_ms 0.0001 lies outside its own quantiles_ms (0.9 to 1.1)",
+        8,
+    ),
+    ("unsorted quantiles", with_value("quantiles_ms", "[1.1, 1.0, 0.9]"), "quantiles_ms must be sorted", 11),
     ("typo in a key", with_value("median_ms", "1.0\n          medain_ms: 1.0"), "unknown key 'medain_ms'", 9),
     ("unknown cache mode", file_with().replace("hot:", "warm:"), "unknown cache mode 'warm'", 5),
     (
@@ -208,7 +218,7 @@ BROKEN: list[tuple[str, str, str, int | None]] = [
 @pytest.mark.parametrize("loader", LOADERS)
 @pytest.mark.parametrize(("text", "problem", "line"), [c[1:] for c in BROKEN], ids=[c[0] for c in BROKEN])
 def test_broken_file_gives_a_clear_error(
-    tmp_path: Path, loader: type[baselines._StrictLoader], text: str, problem: str, line: int | None
+    tmp_path: Path, loader: type[yaml_io._StrictLoader], text: str, problem: str, line: int | None
 ) -> None:
     path = tmp_path / "test_k.yaml"
     with pytest.raises(BaselineError) as caught:
@@ -236,7 +246,7 @@ PYTHON_TAGS = [
 @pytest.mark.parametrize("loader", LOADERS)
 @pytest.mark.parametrize("tag", PYTHON_TAGS)
 def test_python_tags_run_no_code(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loader: type[baselines._StrictLoader], tag: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loader: type[yaml_io._StrictLoader], tag: str
 ) -> None:
     marker = tmp_path / "pwned"
     calls: list[object] = []
@@ -259,7 +269,7 @@ def test_python_tags_run_no_code(
 
 
 @pytest.mark.parametrize("loader", LOADERS)
-def test_alias_bomb_is_refused_before_it_expands(loader: type[baselines._StrictLoader]) -> None:
+def test_alias_bomb_is_refused_before_it_expands(loader: type[yaml_io._StrictLoader]) -> None:
     # Billion laughs: nine levels of ten aliases, 10^9 strings if expanded.
     lines = ["schema_version: 1", 'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
     for level in range(1, 10):
@@ -366,14 +376,14 @@ def test_reading_never_changes_the_file(tmp_path: Path) -> None:
 
 def test_dump_then_read_gives_the_same_entries(tmp_path: Path) -> None:
     path = tmp_path / "t.yaml"
-    baselines.write_atomic(path, sample_text())
+    atomic.write_atomic(path, sample_text())
     assert read(path) == sample_entries()
     assert path.read_bytes().isascii()  # non-ASCII test ids are escaped
 
 
 def test_read_only_file_mode_is_what_the_umask_gives(tmp_path: Path) -> None:
     path = tmp_path / "t.yaml"
-    baselines.write_atomic(path, sample_text())
+    atomic.write_atomic(path, sample_text())
     mask = os.umask(0)
     os.umask(mask)
     assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask

@@ -8,8 +8,10 @@ from baseline_samples import sample_entries, sample_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_kernelperf import baselines
-from pytest_kernelperf.baselines import BaselineEntry, BaselineError, EntryKey, dump, file_for, parse
+from pytest_kernelperf.baselines import yaml_io
+from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey
+from pytest_kernelperf.baselines.store import file_for
+from pytest_kernelperf.baselines.yaml_io import BaselineError, dump, parse
 
 PATH = Path("fuzz.yaml")
 TEXT = sample_text().encode()
@@ -85,4 +87,4 @@ def test_any_module_path_maps_inside_the_folder(module: str) -> None:
 
 def test_fast_and_pure_loaders_agree_on_the_sample() -> None:
     text = sample_text()
-    assert parse(text, PATH, baselines._StrictLoader) == parse(text, PATH) == sample_entries()
+    assert parse(text, PATH, yaml_io._StrictLoader) == parse(text, PATH) == sample_entries()

@@ -11,20 +11,26 @@ import signal
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from baseline_samples import sample_entries, sample_text
+from conftest import Project
 
 from pytest_kernelperf import baselines
-from pytest_kernelperf.baselines import BaselineStore, EntryKey, file_for, read, write_atomic
+from pytest_kernelperf.baselines import atomic, yaml_io
+from pytest_kernelperf.baselines.atomic import write_atomic
+from pytest_kernelperf.baselines.schema import EntryKey
+from pytest_kernelperf.baselines.store import BaselineStore, file_for
+from pytest_kernelperf.baselines.yaml_io import read
 
 ROOT = Path(baselines.__file__).resolve().parent.parent
 OLD = "schema_version: 1\nentries: {}\nend: true\n"
 
 
 def leftovers(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+    return sorted(p.name for p in folder.iterdir() if atomic.TEMPORARY_MARK in p.name)
 
 
 # --- Ctrl-C ------------------------------------------------------------------------------------
@@ -54,17 +60,17 @@ def test_ctrl_c_during_a_write_keeps_the_old_file_and_no_temporary(
 KILLED_WRITER = """
 import os, sys, time
 from pathlib import Path
-from pytest_kernelperf import baselines
+from pytest_kernelperf.baselines import atomic
 
 if sys.argv[2] == "named":
-    baselines._write_unnamed = lambda folder, name, data: False
+    atomic._write_unnamed = lambda folder, name, data: False
 real_fsync = os.fsync
 def stall(fd):
     real_fsync(fd)
     print("written", flush=True)
     time.sleep(600)
 os.fsync = stall
-baselines.write_atomic(Path(sys.argv[1]), "schema_version: 1\\nentries: {}\\nend: true\\n# new\\n" * 500)
+atomic.write_atomic(Path(sys.argv[1]), "schema_version: 1\\nentries: {}\\nend: true\\n# new\\n" * 500)
 """
 
 
@@ -87,7 +93,7 @@ def kill_mid_write(path: Path, mode: str) -> None:
 
 def unnamed_files_work(folder: Path) -> bool:
     probe = folder / ".probe.0.1.tmp"
-    ok = baselines._write_unnamed(folder, probe, b"x")
+    ok = atomic._write_unnamed(folder, probe, b"x")
     if ok:
         probe.unlink()
     return ok
@@ -117,13 +123,40 @@ def test_sigkill_mid_write_with_named_temporary_is_cleaned_by_the_next_write(tmp
 
 def test_temporaries_of_running_writers_and_other_files_are_left_alone(tmp_path: Path) -> None:
     path = tmp_path / "t.yaml"
-    running = tmp_path / f".t.yaml.abcd1234.{os.getppid()}.tmp"  # our parent: alive
-    other_file = tmp_path / ".u.yaml.abcd1234.999999999.tmp"  # another baseline file's
+    running = tmp_path / f".t.yaml.kernelperf-tmp-{os.getppid()}-abcd1234"  # our parent: alive
     unrelated = tmp_path / "notes.tmp"
-    for keep in (running, other_file, unrelated):
+    for keep in (running, unrelated):
         keep.write_text("x")
     write_atomic(path, OLD)
-    assert running.exists() and other_file.exists() and unrelated.exists()
+    assert running.exists() and unrelated.exists()
+
+
+def test_any_write_removes_dead_writers_temporaries_of_other_files_too(tmp_path: Path) -> None:
+    dead = tmp_path / ".u.yaml.kernelperf-tmp-999999999-abcd1234"  # another file's, writer gone
+    old = tmp_path / f".v.yaml.kernelperf-tmp-{os.getppid()}-abcd1234"  # alive pid, but long past
+    dead.write_text("x")
+    old.write_text("x")
+    os.utime(old, (0, 0))  # a write takes milliseconds: an hour-old temporary is a leftover
+    write_atomic(tmp_path / "t.yaml", OLD)
+    assert not dead.exists() and not old.exists()
+
+
+def test_an_update_cleans_stale_temporaries_anywhere_under_the_baseline_folder(tmp_path: Path) -> None:
+    nested = tmp_path / "a" / "b"
+    nested.mkdir(parents=True)
+    stale = nested / ".test_x.yaml.kernelperf-tmp-999999999-abcd1234"
+    stale.write_text("x")
+    store, _ = store_with_one_entry(tmp_path)
+    store.write()
+    assert not stale.exists()
+
+
+def test_temporaries_match_the_documented_gitignore_line(tmp_path: Path) -> None:
+    import fnmatch
+
+    name = atomic.temporary_for(tmp_path / "test_gelu.yaml").name
+    assert fnmatch.fnmatch(name, atomic.GITIGNORE_LINE) and atomic.GITIGNORE_LINE == ".*.kernelperf-tmp-*"
+    assert atomic.GITIGNORE_LINE in (ROOT.parent / "docs" / "ci.md").read_text()
 
 
 # --- folders that cannot be written --------------------------------------------------------------
@@ -179,7 +212,7 @@ def test_write_failure_is_reported_per_file_not_raised(
         return real_open(file, flags, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "open", refuse)
-    monkeypatch.setattr(baselines, "_write_unnamed", lambda folder, name, data: False)
+    monkeypatch.setattr(atomic, "_write_unnamed", lambda folder, name, data: False)
     updates = {u.path.name: u for u in store.write()}
     assert updates["test_k.yaml"].error is not None and hint in updates["test_k.yaml"].error
     assert str(tmp_path) in updates["test_k.yaml"].error
@@ -206,12 +239,29 @@ def test_unchanged_file_is_not_rewritten(tmp_path: Path) -> None:
     assert (before.st_ino, before.st_mtime_ns) == (after.st_ino, after.st_mtime_ns)
 
 
-def test_update_replaces_an_unreadable_file_and_says_so(tmp_path: Path) -> None:
+UNREADABLE = "schema_version: 1\nentries:\n  a: 1\n  a: 2\nend: true\n"
+
+
+def test_update_leaves_an_unreadable_file_alone_and_says_how_to_repair_it(tmp_path: Path) -> None:
     store, path = store_with_one_entry(tmp_path)
-    path.write_text("schema_version: 1\nentries:\n  a: 1\n  a: 2\nend: true\n")
+    path.write_text(UNREADABLE)
+    [update] = store.write()
+    assert path.read_text() == UNREADABLE
+    assert update.error is not None and update.replaced_unreadable is None
+    assert "line 4: " in update.error and "duplicate key" in update.error
+    assert f"git checkout -- {path}" in update.error and "--kernelperf-replace-unreadable" in update.error
+    assert "1 measured entry not written" in update.error
+
+
+def test_update_replaces_an_unreadable_file_only_when_asked_and_says_so(tmp_path: Path) -> None:
+    _, path = store_with_one_entry(tmp_path)
+    store = BaselineStore(tmp_path, replace_unreadable=True)
+    key, entry = next(iter(sample_entries().items()))
+    store.stage(path, key, entry)
+    path.write_text(UNREADABLE)
     [update] = store.write()
     assert update.replaced_unreadable is not None and "duplicate key" in update.replaced_unreadable
-    assert len(read(path)) == 1
+    assert update.error is None and len(read(path)) == 1
 
 
 def test_prune_removes_only_the_named_tests(tmp_path: Path) -> None:
@@ -278,6 +328,105 @@ def test_odd_test_ids_round_trip(tmp_path: Path) -> None:
     entry = next(iter(sample_entries().values()))
     entries = {EntryKey(test, "NVIDIA H200", "hot"): entry for test in ids}
     path = tmp_path / "t.yaml"
-    write_atomic(path, baselines.dump(entries))
+    write_atomic(path, yaml_io.dump(entries))
     assert read(path) == entries
     assert [p.name for p in tmp_path.iterdir()] == ["t.yaml"]
+
+
+# --- interrupted updates ---------------------------------------------------------------------------
+
+SIX_TESTS = """
+import os
+
+import pytest
+import torch
+
+def kernel(x):
+    return x * 2
+kernel.fake_ms = float(os.environ.get("FAKE_MS", "1.0"))
+
+@pytest.mark.parametrize("i", range(6))
+def test_six(kernel_bench, i):
+    kernel_bench(kernel, torch.ones(8))
+    if i == 3 and os.environ.get("INTERRUPT_AT_4") == "1":
+        raise KeyboardInterrupt  # what Ctrl-C raises in the test that runs
+"""
+
+
+def interrupted_update(project: Project, *args: str) -> tuple[pytest.RunResult, bytes]:
+    project.module(SIX_TESTS)
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=6)
+    before = project.baseline_file.read_bytes()
+    project.monkeypatch.setenv("INTERRUPT_AT_4", "1")
+    project.monkeypatch.setenv("FAKE_MS", "3.0")  # every entry would change
+    result = project.pytester.runpytest(
+        "-p", "no:cacheprovider", "--kernelperf-update-baselines", *args, no_reraise_ctrlc=True
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    return result, before
+
+
+def test_an_interrupted_update_writes_nothing_and_says_what(project: Project) -> None:
+    result, before = interrupted_update(project)
+    assert project.baseline_file.read_bytes() == before
+    result.stdout.fnmatch_lines(
+        [
+            "*test_kernels.yaml: NOT written: the run was interrupted: 4 measured entries not written "
+            "(test_six[[]0[]], test_six[[]1[]], test_six[[]2[]], test_six[[]3[]]); run the update again, "
+            "or write what an interrupted run measured with --kernelperf-write-interrupted"
+        ]
+    )
+
+
+def test_an_interrupted_update_writes_when_asked(project: Project) -> None:
+    result, before = interrupted_update(project, "--kernelperf-write-interrupted")
+    assert project.baseline_file.read_bytes() != before
+    result.stdout.fnmatch_lines(["*test_kernels.yaml: 0 added, 4 changed, 0 unchanged, 2 kept"])
+
+
+def test_a_store_commit_after_an_interrupt_writes_nothing(tmp_path: Path) -> None:
+    store, path = store_with_one_entry(tmp_path)
+    [update] = store.commit(interrupted=True)
+    assert not path.exists()
+    assert (
+        update.error is not None and "the run was interrupted: 1 measured entry not written" in update.error
+    )
+    [update] = store.commit(interrupted=True, write_interrupted=True)
+    assert update.error is None and len(read(path)) == 1
+
+
+# --- re-measurements within noise --------------------------------------------------------------------
+
+
+def test_a_remeasurement_within_noise_keeps_the_old_entry_and_date(tmp_path: Path) -> None:
+    key, entry = next((k, e) for k, e in sample_entries().items() if e.kernels is None)
+    path = tmp_path / "t.yaml"
+    write_atomic(path, yaml_io.dump({key: entry}))
+    before = path.read_bytes()
+    record = entry.device_time
+    nudged = replace(
+        record, median_ms=record.ci_ms[1], quantiles_ms=tuple(q * 1.001 for q in record.quantiles_ms)
+    )
+    store = BaselineStore(tmp_path)
+    store.stage(path, key, replace(entry, device_time=nudged, recorded="2027-01-01T00:00:00Z"))
+    [update] = store.write()
+    assert (update.changed, update.unchanged) == ((), 1)
+    assert path.read_bytes() == before  # old figures, old date: no diff
+
+
+def test_a_remeasurement_beyond_noise_is_changed(tmp_path: Path) -> None:
+    key, entry = next((k, e) for k, e in sample_entries().items() if e.kernels is None)
+    path = tmp_path / "t.yaml"
+    write_atomic(path, yaml_io.dump({key: entry}))
+    record = entry.device_time
+    slower = replace(
+        record,
+        median_ms=record.median_ms * 1.02,
+        ci_ms=(record.ci_ms[0] * 1.02, record.ci_ms[1] * 1.02),
+        quantiles_ms=tuple(q * 1.02 for q in record.quantiles_ms),
+    )
+    store = BaselineStore(tmp_path)
+    store.stage(path, key, replace(entry, device_time=slower, recorded="2027-01-01T00:00:00Z"))
+    [update] = store.write()
+    assert (update.changed, update.unchanged) == ((key,), 0)
+    assert read(path)[key].recorded == "2027-01-01T00:00:00Z"

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kernelperf.baselines import BaselineEntry, BaselineError, EntryKey, MetricRecord, dump, parse
+from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord
+from pytest_kernelperf.baselines.yaml_io import BaselineError, dump, parse
 from pytest_kernelperf.profiling.compile_context import DYNAMIC, STATIC, CompileContext
 from pytest_kernelperf.profiling.inputs import TensorInput
 from pytest_kernelperf.profiling.inventory import KernelRecord

@@ -7,15 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kernelperf.baselines import (
-    BaselineEntry,
-    BaselineError,
-    EntryKey,
-    MetricRecord,
-    as_stored,
-    dump,
-    parse,
-)
+from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord, as_stored
+from pytest_kernelperf.baselines.yaml_io import BaselineError, dump, parse
 from pytest_kernelperf.profiling.inventory import KernelRecord
 
 PATH = Path("baselines/test_x.yaml")
@@ -102,7 +95,7 @@ def test_a_hash_made_of_digits_stays_a_string() -> None:
         (
             "kernels:\n- {name: k, launches: 1, share: 0.5, ms: 0.5}\n"
             "- {name: k, launches: 1, share: 0.5, ms: 0.5}",
-            "kernel 'k' listed twice (first on line 9)",
+            "kernel 'k' listed twice (first as kernels[0])",
             10,
         ),
     ],

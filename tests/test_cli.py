@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -228,3 +229,105 @@ def test_report_renders_a_saved_run(project: Project) -> None:
     )
     code, text = cli("report", str(new), "--markdown", "-")
     assert code == 0 and text.startswith("### pytest-kernelperf: 3 same, 1 slower")
+
+
+def timed_run_data(project: Project) -> dict[str, object]:
+    setup(project)
+    times(project)
+    project.run("--kernelperf", "--kernelperf-json=run.json").assert_outcomes(passed=5)
+    return json.loads((project.pytester.path / "run.json").read_text())  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("change", "where", "problem"),
+    [
+        ({"method": "Scripted Timer!"}, "device_time.method", "method must be a timer name"),
+        ({"median_ms": -1}, "device_time.median_ms", "median_ms must be a finite positive number, got -1"),
+        ({"median_ms": 0.0001}, "device_time.ci_ms", "ci_ms must hold the median"),
+        ({"ci_ms": [5.0, 1.0]}, "device_time.ci_ms", "ci_ms must hold the median"),
+        ({"n": 0}, "device_time.n", "n must be a positive whole number"),
+        ({"quantiles_ms": [2.0, 1.0]}, "device_time.quantiles_ms[1]", "quantiles_ms must be sorted"),
+    ],
+)
+def test_update_baselines_refuses_an_edited_run_file_naming_the_json_path(
+    project: Project,
+    capsys: pytest.CaptureFixture[str],
+    change: dict[str, object],
+    where: str,
+    problem: str,
+) -> None:
+    data = timed_run_data(project)
+    results = data["results"]
+    assert isinstance(results, list)
+    results[3]["baseline_entry"]["device_time"].update(change)
+    bad = project.pytester.path / "bad.json"
+    bad.write_text(json.dumps(data))
+    folder = project.pytester.path / "fresh-baselines"
+
+    code, _ = cli("update-baselines", str(bad), "--baseline-dir", str(folder))
+
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"{bad} at results[3].baseline_entry.{where}: {problem}" in err, err
+    assert not folder.exists()  # nothing written
+
+
+def test_a_median_outside_its_quantiles_is_refused(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = timed_run_data(project)
+    record = data["results"][0]["baseline_entry"]["device_time"]  # type: ignore[index]
+    record.update(median_ms=0.0001, ci_ms=[0.00005, 0.0002])
+    bad = project.pytester.path / "bad.json"
+    bad.write_text(json.dumps(data))
+    assert cli("update-baselines", str(bad), "--baseline-dir", str(project.pytester.path / "b"))[0] == 2
+    assert (
+        "results[0].baseline_entry.device_time.median_ms: median_ms 0.0001 lies outside"
+        in capsys.readouterr().err
+    )
+
+
+def test_update_baselines_exits_2_when_a_file_is_not_written(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    timed_run_data(project)
+    run = str(project.pytester.path / "run.json")
+    blocker = project.pytester.path / "blocker"
+    blocker.write_text("a file, not a folder")
+    code, text = cli("update-baselines", run, "--baseline-dir", str(blocker / "sub"))
+    assert code == 2
+    assert "test_kernels.yaml: NOT written: " in text
+    assert "1 of 1 baseline files NOT written" in capsys.readouterr().err
+
+    # A baseline file that cannot be read is left as it is, and the command fails the same way.
+    folder = project.pytester.path / "baselines"
+    folder.mkdir()
+    broken = "schema_version: 1\nentries:\n<<<<<<< HEAD\n  a: {}\n=======\n  b: {}\n>>>>>>> x\nend: true\n"
+    (folder / "test_kernels.yaml").write_text(broken)
+    code, text = cli("update-baselines", run, "--baseline-dir", str(folder))
+    assert code == 2
+    assert (folder / "test_kernels.yaml").read_text() == broken
+    assert "NOT written: it cannot be read (line 3: unresolved merge conflict markers)" in text
+    assert f"git checkout -- {folder / 'test_kernels.yaml'}" in text
+
+
+def test_compare_with_a_check_only_run_says_untimed_not_missing(project: Project) -> None:
+    setup(project)
+    times(project)
+    project.run("--kernelperf-json=checked.json").assert_outcomes(passed=5)
+    project.run("--kernelperf", "--kernelperf-json=timed.json").assert_outcomes(passed=5)
+    checked, timed = project.pytester.path / "checked.json", project.pytester.path / "timed.json"
+
+    code, text = cli("compare", str(checked), str(timed), "--color=no")
+    assert code == 0
+    assert "not in " not in text
+    judged_path = project.pytester.path / "judged.json"
+    cli("compare", str(checked), str(timed), "--color=no", "--json", str(judged_path))
+    reasons = {r.comparison.reason for r in runfile.load(judged_path).results if r.comparison is not None}
+    assert reasons == {f"{checked} has no timing for it (only checked: a run without --kernelperf)"}
+
+    code, text = cli("compare", str(timed), str(checked), "--color=no")
+    assert code == 0
+    assert "not in " not in text
+    assert f"no timing in {checked} for test_kernels.py::test_named" in text
+    assert "that run only checked it (a run without --kernelperf)" in text

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kernelperf.baselines import BaselineEntry, MetricRecord
+from pytest_kernelperf.baselines.schema import BaselineEntry, MetricRecord
 from pytest_kernelperf.profiling.capture import CallProfile
 from pytest_kernelperf.profiling.explain import regression_details
 from pytest_kernelperf.profiling.inventory import KernelRecord

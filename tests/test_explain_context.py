@@ -3,7 +3,7 @@ another autotuner choice; and a kernel's change is judged against the call's, no
 
 from __future__ import annotations
 
-from pytest_kernelperf.baselines import BaselineEntry, MetricRecord
+from pytest_kernelperf.baselines.schema import BaselineEntry, MetricRecord
 from pytest_kernelperf.profiling.capture import CallProfile
 from pytest_kernelperf.profiling.compile_context import DYNAMIC, SHARED, STATIC, CompileContext
 from pytest_kernelperf.profiling.explain import context_notes, regression_details

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import SCRIPTED_CONFTEST, Project
 
-from pytest_kernelperf.baselines import read
+from pytest_kernelperf.baselines.yaml_io import read
 from pytest_kernelperf.measure import faults
 from pytest_kernelperf.measure.faults import CudaContextPoisoned, FaultGuard, NotMeasured, kernel_name
 

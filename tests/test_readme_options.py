@@ -25,7 +25,12 @@ def documented() -> list[tuple[str, str, str, str]]:
 
 def declared(option: Option) -> tuple[str, str, str, str]:
     default = "off" if option.flag else "" if option.default is None else str(option.default)
-    return option.cli_name, option.ini_name, option.field if option.marker else "", default
+    return (
+        option.cli_name,
+        option.ini_name if option.ini else "",
+        option.field if option.marker else "",
+        default,
+    )
 
 
 def test_the_readme_table_lists_every_option_as_declared() -> None:

@@ -12,7 +12,7 @@ import pytest
 from conftest import Project
 from reportkit import KERNELS, RATIO, mixed_verdicts, setup, times
 
-from pytest_kernelperf.baselines import BaselineEntry, MetricRecord
+from pytest_kernelperf.baselines.schema import BaselineEntry, MetricRecord
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.roofline import Peak
 from pytest_kernelperf.profiling.compile_context import DYNAMIC, CompileContext

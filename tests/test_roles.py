@@ -105,6 +105,6 @@ def test_xdist_workers_isolate_their_tests_and_only_the_controller_writes(
 
     result.assert_outcomes(passed=2)
     assert summary.read_text().count("pytest-kernelperf") == 1
-    from pytest_kernelperf.baselines import read
+    from pytest_kernelperf.baselines.yaml_io import read
 
     assert {key.test for key in read(project.baseline_file)} == {"test_one", "test_two"}

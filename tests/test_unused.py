@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from conftest import Project
 
-from pytest_kernelperf.baselines import read
 from pytest_kernelperf.baselines.unused import unused_tests
+from pytest_kernelperf.baselines.yaml_io import read
 
 # --- the rule ----------------------------------------------------------------------------------
 

@@ -6,13 +6,15 @@ import json
 import os
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import SCRIPTED_CONFTEST
 
 from pytest_kernelperf import baselines
-from pytest_kernelperf.baselines import EntryKey, read
-from pytest_kernelperf.results import transport
+from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, entry_to_data
+from pytest_kernelperf.baselines.yaml_io import read
+from pytest_kernelperf.results import runfile, transport
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.verdict.judge import Comparison, Verdict
 
@@ -23,9 +25,9 @@ SPY_CONFTEST = (
     SCRIPTED_CONFTEST
     + """
 import os
-from pytest_kernelperf import baselines
+from pytest_kernelperf.baselines import store
 
-_write = baselines.write_atomic
+_write = store.write_atomic
 
 def _logged(path, text):
     with open(os.environ["KERNELPERF_WRITE_LOG"], "a") as log:
@@ -33,11 +35,11 @@ def _logged(path, text):
     _write(path, text)
 
 def pytest_configure(config):
-    baselines.write_atomic = _logged
+    store.write_atomic = _logged
 
 def pytest_unconfigure(config):
     # In-process runs share the module with the outer test session: put it back.
-    baselines.write_atomic = _write
+    store.write_atomic = _write
 """
 )
 
@@ -148,10 +150,15 @@ def test_a_result_survives_json_and_back() -> None:
     assert transport.results_from_data(data) == [result]
 
 
+def test_results_travel_in_the_run_files_encoding() -> None:
+    result = full_result()
+    assert transport.results_to_data([result]) == [runfile.result_to_dict(result)]
+
+
 def test_unknown_fields_from_a_newer_sender_are_ignored() -> None:
-    data = transport.encode(full_result())
+    [data] = transport.results_to_data([full_result()])
     data["field_of_the_future"] = 1
-    assert transport.decode(BenchResult, data) == full_result()
+    assert transport.results_from_data([data]) == [full_result()]
 
 
 def test_staged_entries_travel_relative_to_the_baseline_folder(tmp_path: Path) -> None:
@@ -159,26 +166,52 @@ def test_staged_entries_travel_relative_to_the_baseline_folder(tmp_path: Path) -
     key = EntryKey("test_k[x]", "NVIDIA H200", "hot")
     sent = transport.staged_to_data({Path("/worker/b/tests/test_k.yaml"): {key: entry}}, Path("/worker/b"))
     assert sent[0]["file"] == "tests/test_k.yaml"
+    assert sent[0]["entry"] == entry_to_data(entry)  # the baseline schema's encoding
     received = transport.staged_from_data(json.loads(json.dumps(sent)), tmp_path)
     assert received == {tmp_path / "tests" / "test_k.yaml": {key: entry}}
 
 
+def staged_item(file: str = "t.yaml", **device_time: Any) -> dict[str, Any]:
+    entry = entry_to_data(next(iter(read_sample().values())))
+    entry["device_time"].update(device_time)
+    return {"file": file, "key": {"test": "t", "device": "d", "cache": "hot"}, "entry": entry}
+
+
 @pytest.mark.parametrize("bad", ["../outside.yaml", "/etc/passwd", "a/../../b.yaml", ""])
 def test_a_staged_file_outside_the_folder_is_refused(tmp_path: Path, bad: str) -> None:
-    entry = transport.encode(next(iter(read_sample().values())))
-    key = transport.encode(EntryKey("t", "d", "hot"))
-    with pytest.raises(transport.TransportError):
-        transport.staged_from_data([{"file": bad, "key": key, "entry": entry}], tmp_path)
+    with pytest.raises(transport.TransportError, match="outside the baseline folder"):
+        transport.staged_from_data([staged_item(bad)], tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"median_ms": -1},
+            r"staged\[0\]\.entry\.device_time\.median_ms: median_ms must be a finite positive",
+        ),
+        (
+            {"method": "Scripted Timer!"},
+            r"staged\[0\]\.entry\.device_time\.method: method must be a timer name",
+        ),
+        ({"ci_ms": [5.0, 1.0]}, r"device_time\.ci_ms: ci_ms must hold the median"),
+    ],
+)
+def test_a_staged_entry_is_checked_by_the_baseline_schema(
+    tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(transport.TransportError, match=message):
+        transport.staged_from_data([staged_item(**change)], tmp_path)
 
 
 def test_garbage_is_a_transport_error() -> None:
-    with pytest.raises(transport.TransportError):
-        transport.decode(
-            BenchResult, {"nodeid": "x", "name": None, "device": "d", "verdict": "no-such-verdict"}
+    with pytest.raises(transport.TransportError, match=r"results\[0\]\.verdict: unknown verdict"):
+        transport.results_from_data(
+            [{"nodeid": "x", "name": None, "device": "d", "cache": "hot", "verdict": "no-such-verdict"}]
         )
 
 
-def read_sample() -> dict[EntryKey, baselines.BaselineEntry]:
+def read_sample() -> dict[EntryKey, BaselineEntry]:
     from baseline_samples import sample_entries
 
     return sample_entries()

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_kernelperf.baselines import write_atomic
+from pytest_kernelperf.baselines.atomic import write_atomic
 from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.results.result import BenchResult

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_kernelperf.baselines import BaselineEntry, EntryKey
+from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey
 from pytest_kernelperf.measure import gpu
 from pytest_kernelperf.measure.faults import Poison
 from pytest_kernelperf.results import transport

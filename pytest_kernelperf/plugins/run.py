@@ -137,7 +137,8 @@ class KernelperfRun:
             remove: dict[Path, set[str]] = {}
             if self.pruned and findings is not None:
                 remove = {path: set(tests) for path, tests in findings.entries.items()}
-            updates = self.session.write_baselines(remove)
+            interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
+            updates = self.session.write_baselines(remove, interrupted=interrupted)
             if self.pruned:
                 self._remove_stale_files()
             if any(update.error for update in updates) and session.exitstatus == pytest.ExitCode.OK:

@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pytest_kernelperf.baselines import BaselineStore, FileUpdate
+from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate
 from pytest_kernelperf.kernel_bench import Callbacks, KernelBench, no_guard
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.timing import Timer
@@ -34,7 +34,7 @@ class KernelperfSession:
         | None = None,
     ) -> None:
         self.settings = settings
-        self.store = BaselineStore(settings.baseline_dir)
+        self.store = BaselineStore(settings.baseline_dir, replace_unreadable=settings.replace_unreadable)
         self.results: list[BenchResult] = []
         self.updates: list[FileUpdate] = []
         self._make_timer = make_timer
@@ -76,9 +76,14 @@ class KernelperfSession:
         """The devices this run timed on (for reports: their environment and peak bandwidth)."""
         return list(self._device_cache.values())
 
-    def write_baselines(self, remove: Mapping[Path, Collection[str]]) -> list[FileUpdate]:
-        """Write the staged entries, and drop the `remove` test ids' entries (pruning)."""
-        self.updates = self.store.write(remove=remove)
+    def write_baselines(
+        self, remove: Mapping[Path, Collection[str]], *, interrupted: bool
+    ) -> list[FileUpdate]:
+        """Write the staged entries, and drop the `remove` test ids' entries (pruning); after an
+        interrupt (Ctrl-C) nothing is written unless the user asked for it."""
+        self.updates = self.store.commit(
+            interrupted=interrupted, write_interrupted=self.settings.write_interrupted, remove=remove
+        )
         return self.updates
 
 

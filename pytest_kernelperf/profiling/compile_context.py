@@ -21,7 +21,6 @@ SHAPES = (STATIC, DYNAMIC)
 FRESH = "fresh"  # a fresh compile context per measurement: verdicts independent of process history
 SHARED = "shared"  # the process's warmed caches as they are (measure what a long-lived process runs)
 MODES = (FRESH, SHARED)
-MAX_ITEMS = 16
 _TEXT = re.compile(r"^[^\x00-\x1f]{1,200}$")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pytest_kernelperf.baselines import BaselineEntry
+from pytest_kernelperf.baselines.schema import BaselineEntry
 from pytest_kernelperf.profiling import compile_context, envdiff, inventory
 from pytest_kernelperf.profiling.autotune import autotune_line
 from pytest_kernelperf.profiling.capture import CallProfile

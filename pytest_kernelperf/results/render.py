@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_kernelperf.baselines import FileUpdate
+from pytest_kernelperf.baselines.store import FileUpdate
 from pytest_kernelperf.formatting import significant
 from pytest_kernelperf.ids import display_name, split_nodeid
 from pytest_kernelperf.measure.roofline import Figures, Peak, busy, figures

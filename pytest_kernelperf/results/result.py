@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pytest_kernelperf.baselines import BaselineEntry
+from pytest_kernelperf.baselines.schema import BaselineEntry
 from pytest_kernelperf.ids import entry_test_id, split_nodeid
 from pytest_kernelperf.profiling.compile_context import CompileContext
 from pytest_kernelperf.verdict.judge import Comparison, Verdict

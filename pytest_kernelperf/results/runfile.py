@@ -19,12 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_kernelperf.baselines import BaselineEntry, MetricRecord
+from pytest_kernelperf.baselines.atomic import write_atomic
+from pytest_kernelperf.baselines.schema import (
+    CACHE_MODES,
+    BaselineEntry,
+    SchemaError,
+    entry_from_data,
+    entry_to_data,
+    path_text,
+)
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.roofline import Peak, figures
-from pytest_kernelperf.profiling.compile_context import CompileContext
-from pytest_kernelperf.profiling.inputs import TensorInput
-from pytest_kernelperf.profiling.inventory import KernelRecord
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.verdict.judge import TEST_NAME, Comparison, Verdict
 from pytest_kernelperf.verdict.ratio import RatioCheck
@@ -88,66 +93,15 @@ def _comparison(comparison: Comparison | None) -> dict[str, Any] | None:
     }
 
 
-def _metric_record(record: MetricRecord | None) -> dict[str, Any] | None:
-    if record is None:
-        return None
-    return {
-        "method": record.method,
-        "median_ms": record.median_ms,
-        "ci_ms": list(record.ci_ms),
-        "n": record.n,
-        "quantiles_ms": list(record.quantiles_ms),
-    }
-
-
 def _entry(entry: BaselineEntry | None) -> dict[str, Any] | None:
+    """The schema's encoding of an entry, with absent parts written as null (every documented field
+    is present, for dashboards); the schema reads null as absent."""
     if entry is None:
         return None
-    return {
-        "recorded": entry.recorded,
-        "environment": dict(entry.environment),
-        "device_time": _metric_record(entry.device_time),
-        "host_latency": _metric_record(entry.host_latency),
-        "kernels": None if entry.kernels is None else [_kernel(k) for k in entry.kernels],
-        "compile_context": _compile_context(entry.compile_context),
-        "autotune": None if entry.autotune is None else dict(entry.autotune),
-        "inputs": None if entry.inputs is None else [_input(t) for t in entry.inputs],
-    }
-
-
-def _compile_context(context: CompileContext | None) -> dict[str, Any] | None:
-    if context is None:
-        return None
-    return {
-        "shapes": context.shapes,
-        "compiles": context.compiles,
-        "dynamic": list(context.dynamic),
-        "seen": list(context.seen),
-        "kernels": list(context.kernels),
-        "code": context.code,
-        "mode": context.mode,
-        "reason": context.reason,
-    }
-
-
-def _input(tensor: TensorInput) -> dict[str, Any]:
-    return {
-        "name": tensor.name,
-        "dtype": tensor.dtype,
-        "shape": list(tensor.shape),
-        "stride": list(tensor.stride),
-    }
-
-
-def _kernel(kernel: KernelRecord) -> dict[str, Any]:
-    return {
-        "name": kernel.name,
-        "launches": kernel.launches,
-        "share": kernel.share,
-        "ms": kernel.ms,
-        "code": kernel.code,
-        "grid": None if kernel.grid is None else list(kernel.grid),
-    }
+    data = {"host_latency": None, "kernels": None, **entry_to_data(entry)}
+    if data["kernels"] is not None:
+        data["kernels"] = [{"code": None, **kernel} for kernel in data["kernels"]]
+    return data
 
 
 def _ratio(check: RatioCheck | None) -> dict[str, Any] | None:
@@ -219,6 +173,7 @@ def result_to_dict(result: BenchResult, peak: Peak | None = None) -> dict[str, A
         "notes": list(result.notes),
         "artifacts": list(result.artifacts),
         "wall_s": result.wall_s,
+        "device_index": result.device_index,
     }
 
 
@@ -402,103 +357,17 @@ def _comparison_from(reader: _Reader | None) -> Comparison | None:
     )
 
 
-def _metric_record_from(reader: _Reader | None) -> MetricRecord | None:
-    if reader is None:
-        return None
-    ci = reader.pair("ci_ms")
-    n = reader.whole("n")
-    quantiles = reader.numbers("quantiles_ms")
-    assert ci is not None and n is not None and quantiles is not None
-    if not quantiles:
-        raise reader.fail("quantiles_ms", "expected at least one value")
-    return MetricRecord(
-        method=reader.req_text("method"),
-        median_ms=reader.req_number("median_ms"),
-        ci_ms=ci,
-        n=n,
-        quantiles_ms=quantiles,
-    )
-
-
 def _entry_from(reader: _Reader | None) -> BaselineEntry | None:
+    """The baseline entry of a result, validated by the schema that checks YAML files: a run file
+    is recorded into baselines, so it is as untrusted as a baseline file."""
     if reader is None:
         return None
-    device_time = _metric_record_from(reader.child("device_time"))
-    assert device_time is not None
-    kernels = reader.raw("kernels", None)
-    if kernels is not None and not isinstance(kernels, list):
-        raise reader.fail("kernels", f"expected a list or null, got {_kind(kernels)}")
-    return BaselineEntry(
-        device_time=device_time,
-        recorded=reader.req_text("recorded"),
-        environment=reader.text_map("environment"),
-        host_latency=_metric_record_from(reader.child("host_latency", optional=True)),
-        kernels=None
-        if kernels is None
-        else tuple(
-            _kernel_from(_Reader(k, reader.source, f"{reader.where}.kernels[{i}]"))
-            for i, k in enumerate(kernels)
-        ),
-        compile_context=_compile_context_from(reader.child("compile_context", optional=True)),
-        autotune=reader.text_map("autotune") if reader.raw("autotune", None) is not None else None,
-        inputs=None
-        if reader.raw("inputs", None) is None
-        else tuple(
-            _input_from(_Reader(t, reader.source, f"{reader.where}.inputs[{i}]"))
-            for i, t in enumerate(_list(reader, "inputs"))
-        ),
-    )
-
-
-def _list(reader: _Reader, key: str) -> list[Any]:
-    value = reader.raw(key)
-    if not isinstance(value, list):
-        raise reader.fail(key, f"expected a list or null, got {_kind(value)}")
-    return value
-
-
-def _wholes(reader: _Reader, key: str) -> tuple[int, ...]:
-    values = _list(reader, key)
-    if any(isinstance(v, bool) or not isinstance(v, int) for v in values):
-        raise reader.fail(key, "expected a list of whole numbers")
-    return tuple(values)
-
-
-def _compile_context_from(reader: _Reader | None) -> CompileContext | None:
-    if reader is None:
-        return None
-    return CompileContext(
-        shapes=reader.req_text("shapes"),
-        compiles=reader.whole("compiles", optional=True) or 0,
-        dynamic=reader.texts("dynamic"),
-        seen=reader.texts("seen"),
-        kernels=reader.texts("kernels"),
-        code=reader.text("code", optional=True),
-        mode=reader.text("mode", optional=True) or "fresh",
-        reason=reader.text("reason", optional=True),
-    )
-
-
-def _input_from(reader: _Reader) -> TensorInput:
-    return TensorInput(
-        name=reader.req_text("name"),
-        dtype=reader.req_text("dtype"),
-        shape=_wholes(reader, "shape"),
-        stride=_wholes(reader, "stride"),
-    )
-
-
-def _kernel_from(reader: _Reader) -> KernelRecord:
-    launches = reader.whole("launches")
-    assert launches is not None
-    return KernelRecord(
-        name=reader.req_text("name"),
-        launches=launches,
-        share=reader.req_number("share"),
-        ms=reader.req_number("ms"),
-        code=reader.text("code", optional=True),
-        grid=_wholes(reader, "grid") if reader.raw("grid", None) is not None else None,
-    )
+    try:
+        return entry_from_data(reader.data)
+    except SchemaError as exc:
+        raise RunFileError(
+            reader.source, f"{reader.where}.{path_text(exc.path)}".rstrip("."), exc.problem
+        ) from None
 
 
 def _ratio_from(reader: _Reader | None) -> RatioCheck | None:
@@ -522,7 +391,15 @@ def _ratio_from(reader: _Reader | None) -> RatioCheck | None:
 
 
 def result_from_dict(data: Any, source: str = "<json>", where: str = "result") -> BenchResult:
+    """A result from `result_to_dict`'s encoding: a run file's, or one sent by another process."""
     reader = _Reader(data, source, where)
+    entry = _entry_from(reader.child("baseline_entry", optional=True))
+    if not reader.req_text("nodeid"):
+        raise reader.fail("nodeid", "expected a test's node id, got an empty string")
+    if not reader.req_text("device"):
+        raise reader.fail("device", "expected a device name, got an empty string")
+    if entry is not None and reader.req_text("cache") not in CACHE_MODES:
+        raise reader.fail("cache", f"expected one of {', '.join(CACHE_MODES)}, got {reader.raw('cache')!r}")
     timing = reader.child("device_time", optional=True)
     host = reader.child("host_latency", optional=True)
     baseline = reader.child("baseline", optional=True)
@@ -554,7 +431,8 @@ def result_from_dict(data: Any, source: str = "<json>", where: str = "result") -
         bytes_inferred=throughput.flag("bytes_inferred") if throughput else False,
         ratio=_ratio_from(reader.child("reference", optional=True)),
         baseline_ci_ms=baseline.pair("ci_ms", optional=True) if baseline else None,
-        entry=_entry_from(reader.child("baseline_entry", optional=True)),
+        entry=entry,
+        device_index=reader.whole("device_index", optional=True),
     )
 
 
@@ -648,8 +526,6 @@ def load(path: Path) -> RunReport:
 
 
 def write(path: Path, run: RunReport) -> None:
-    from pytest_kernelperf.baselines import write_atomic
-
     write_atomic(path, dumps(run))
 
 

@@ -11,11 +11,12 @@ slightly from the run's; it only ever warns.)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_kernelperf import __version__
-from pytest_kernelperf.baselines import BaselineEntry, BaselineStore, EntryKey, FileUpdate, file_for
+from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey
+from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate, file_for
 from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.roofline import Peak
@@ -49,6 +50,24 @@ def _setting(run: RunReport, name: str, default: float) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
 
 
+@dataclass(frozen=True)
+class RunComparison:
+    """NEW's results judged against OLD's measurements, and what could not be compared."""
+
+    results: list[BenchResult]
+    missing: list[ResultKey]  # OLD's results of tests that NEW does not have at all
+    untimed: list[ResultKey]  # OLD's timed results of tests that NEW only checked (no timing)
+
+
+def _test_of(result: BenchResult) -> tuple[str, str]:
+    # A check-only result names the device kind ("cpu"), a timed one the model: match by test.
+    return result.module, result.test_id
+
+
+def _timed(result: BenchResult) -> bool:
+    return result.entry is not None and bool(result.samples_ms)
+
+
 def compare_runs(
     old: RunReport,
     new: RunReport,
@@ -56,22 +75,25 @@ def compare_runs(
     old_source: str = "OLD",
     threshold: float | None = None,
     alpha: float | None = None,
-) -> tuple[list[BenchResult], list[ResultKey]]:
-    """NEW's results judged against OLD's measurements; and the keys OLD has that NEW lacks.
+) -> RunComparison:
+    """NEW's results judged against OLD's measurements.
 
     Threshold and alpha: the ones given, else those each NEW result was judged with (its test's
-    marker included), else NEW's run settings.
+    marker included), else NEW's run settings. A test that one side only checked (a run without
+    --kernelperf) is said to be untimed there, never missing.
     """
     baselines: dict[ResultKey, BaselineEntry] = {}
     for result in old.results:
         if result.entry is not None:
             baselines[key_of(result)] = result.entry
+    only_checked_in_old = {_test_of(r) for r in old.results if not _timed(r)}
     judged = []
     seen = set()
+    new_tests = {_test_of(r) for r in new.results}
     for result in new.results:
         key = key_of(result)
         seen.add(key)
-        if result.entry is None or not result.samples_ms:  # checked only: nothing to compare
+        if not _timed(result):  # checked only: nothing to compare
             judged.append(result)
             continue
         used = result.comparison
@@ -81,9 +103,22 @@ def compare_runs(
         a = a if a is not None else _setting(new, "alpha", DEFAULT_ALPHA)
         host = result.host_comparison
         host_t = host.threshold if host and host.threshold else _setting(new, "host_threshold", DEFAULT_HOST)
-        judged.append(_judge(result, baselines.get(key), old_source, t, a, host_t))
-    missing = [key for key in map(key_of, old.results) if key not in seen]
-    return judged, list(dict.fromkeys(missing))
+        base = baselines.get(key)
+        verdict = _judge(result, base, old_source, t, a, host_t)
+        if base is None and _test_of(result) in only_checked_in_old and verdict.comparison is not None:
+            reason = f"{old_source} has no timing for it (only checked: a run without --kernelperf)"
+            verdict = replace(verdict, comparison=replace(verdict.comparison, reason=reason))
+        judged.append(verdict)
+    missing, untimed = [], []
+    for result in old.results:
+        key = key_of(result)
+        if key in seen:
+            continue
+        if _test_of(result) not in new_tests:
+            missing.append(key)
+        elif _timed(result):
+            untimed.append(key)
+    return RunComparison(judged, list(dict.fromkeys(missing)), list(dict.fromkeys(untimed)))
 
 
 def _judge(

@@ -2,8 +2,10 @@
 
 pytest-xdist workers hand their results to the controller through `config.workeroutput` (sent by
 execnet), and an isolated test's subprocess through a JSON file: both carry only dicts, lists,
-strings, numbers, booleans and None. Dataclasses are encoded field by field and decoded from their
-type hints, so a field added to BenchResult travels without a change here. No pytest, no torch.
+strings, numbers, booleans and None. Results and entries travel in the run file's encoding
+(runfile.result_to_dict, schema.entry_to_data) and are read back by the same validating readers:
+one encoding of a BenchResult and of a baseline entry, whichever way it goes. Other small records
+(a poisoned CUDA context) are encoded field by field by `encode`/`decode`. No pytest, no torch.
 """
 
 from __future__ import annotations
@@ -17,8 +19,17 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
-from pytest_kernelperf.baselines import BaselineEntry, EntryKey
+from pytest_kernelperf.baselines.schema import (
+    CACHE_MODES,
+    BaselineEntry,
+    EntryKey,
+    SchemaError,
+    entry_from_data,
+    entry_to_data,
+    path_text,
+)
 from pytest_kernelperf.results.result import BenchResult
+from pytest_kernelperf.results.runfile import RunFileError, result_from_dict, result_to_dict
 
 T = TypeVar("T")
 
@@ -93,11 +104,14 @@ def _decode(kind: Any, value: Any) -> Any:
 
 
 def results_to_data(results: Iterable[BenchResult]) -> list[Any]:
-    return [encode(result) for result in results]
+    return [result_to_dict(result) for result in results]
 
 
-def results_from_data(data: Iterable[Any]) -> list[BenchResult]:
-    return [decode(BenchResult, item) for item in data]
+def results_from_data(data: Iterable[Any], origin: str = "another process") -> list[BenchResult]:
+    try:
+        return [result_from_dict(item, origin, f"results[{index}]") for index, item in enumerate(data)]
+    except RunFileError as exc:
+        raise TransportError(f"{exc.source} at {exc.where}: {exc.problem}") from None
 
 
 def staged_to_data(staged: Mapping[Path, Mapping[EntryKey, BaselineEntry]], folder: Path) -> list[Any]:
@@ -106,17 +120,42 @@ def staged_to_data(staged: Mapping[Path, Mapping[EntryKey, BaselineEntry]], fold
     for path, entries in sorted(staged.items()):
         relative = path.relative_to(folder).as_posix()
         for key, entry in entries.items():
-            out.append({"file": relative, "key": encode(key), "entry": encode(entry)})
+            out.append(
+                {
+                    "file": relative,
+                    "key": {"test": key.test, "device": key.device, "cache": key.cache},
+                    "entry": entry_to_data(entry),
+                }
+            )
     return out
 
 
-def staged_from_data(data: Iterable[Any], folder: Path) -> dict[Path, dict[EntryKey, BaselineEntry]]:
-    """Staged entries under the receiver's baseline folder; a file outside it is refused."""
+def staged_from_data(
+    data: Iterable[Any], folder: Path, origin: str = "another process"
+) -> dict[Path, dict[EntryKey, BaselineEntry]]:
+    """Staged entries under the receiver's baseline folder, validated by the baseline schema; a
+    file outside the folder is refused."""
     out: dict[Path, dict[EntryKey, BaselineEntry]] = {}
-    for item in data:
-        relative = PurePosixPath(str(item["file"]))
+    for index, item in enumerate(data):
+        where = f"{origin} at staged[{index}]"
+        if not isinstance(item, Mapping) or not isinstance(item.get("key"), Mapping):
+            raise TransportError(f"{where}: expected an object with file, key and entry")
+        relative = PurePosixPath(str(item.get("file", "")))
         if relative.is_absolute() or ".." in relative.parts or not relative.parts:
-            raise TransportError(f"a staged baseline file outside the baseline folder: {relative}")
-        key = decode(EntryKey, item["key"])
-        out.setdefault(folder.joinpath(*relative.parts), {})[key] = decode(BaselineEntry, item["entry"])
+            raise TransportError(
+                f"{where}.file: a staged baseline file outside the baseline folder: {relative}"
+            )
+        raw_key = item["key"]
+        parts = [raw_key.get(name) for name in ("test", "device", "cache")]
+        if not all(isinstance(part, str) and part for part in parts) or parts[2] not in CACHE_MODES:
+            raise TransportError(
+                f"{where}.key: expected test, device and cache (hot or cold), got {raw_key!r:.200}"
+            )
+        try:
+            entry = entry_from_data(item.get("entry"))
+        except SchemaError as exc:
+            raise TransportError(
+                f"{where}.entry.{path_text(exc.path)}".rstrip(".") + f": {exc.problem}"
+            ) from None
+        out.setdefault(folder.joinpath(*relative.parts), {})[EntryKey(*parts)] = entry
     return out

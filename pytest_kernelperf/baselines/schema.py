@@ -1,0 +1,460 @@
+"""Baseline entries: their types, and the one validation of them as plain data.
+
+Every reader of an entry goes through `entry_from_data`: a YAML baseline file, a run JSON file
+(`python -m pytest_kernelperf update-baselines` records entries from CI artefacts, as untrusted as a
+YAML file in a pull request), and the data xdist workers and isolated tests send to their parent.
+Plain data in (dicts, lists, strings, numbers, booleans, None), a typed entry or a SchemaError out.
+The error holds the path of the field within the entry (`device_time.median_ms`,
+`kernels[2].share`); each reader turns that into its own location: a YAML line, or a JSON path such
+as `results[3].baseline_entry.device_time.median_ms`.
+
+Beyond types, an entry must be consistent in itself: a median outside its own confidence interval
+or outside the range of its quantiles is a hand edit or a corruption, never a measurement.
+No pytest, no torch.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pytest_kernelperf.formatting import significant
+from pytest_kernelperf.profiling import compile_context as _cc
+from pytest_kernelperf.profiling.compile_context import CompileContext
+from pytest_kernelperf.profiling.inputs import TensorInput
+from pytest_kernelperf.profiling.inventory import KernelRecord
+
+METRICS = ("device_time", "host_latency")
+CACHE_MODES = ("hot", "cold")
+# The timers of this package (scripted: pytest_kernelperf.testing.ScriptedTimer). A timer plugin
+# (the pytest_kernelperf_make_timer hook) names its own method, so other names of the same shape are
+# accepted: lower case, digits and dashes. Anything else ("Scripted Timer!", "rm -rf /") is refused.
+BUILTIN_METHODS = ("wall-clock", "cuda-event", "cuda-graph", "cupti", "scripted")
+_METHOD = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
+_CODE_HASH = re.compile(r"^[0-9a-f]{8,64}$")
+# A kernel inventory's fields; `code` is optional.
+_KERNEL_KEYS = ("name", "launches", "share", "ms")
+
+FieldPath = tuple[str | int, ...]
+
+
+class SchemaError(ValueError):
+    """A field of an entry that is missing, of the wrong type, or inconsistent with the others.
+
+    `path` locates the field from the entry (or from the entries mapping for `entries_from_data`);
+    `problem` says what is wrong and names the field.
+    """
+
+    def __init__(self, path: FieldPath, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path_text(path)}: {problem}" if path else problem)
+
+    def within(self, *prefix: str | int) -> SchemaError:
+        """The same error, located from an outer object."""
+        return SchemaError((*prefix, *self.path), self.problem)
+
+
+def path_text(path: FieldPath) -> str:
+    """`device_time.ci_ms[1]`: a JSON path, as jq or a dashboard would write it."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+@dataclass(frozen=True)
+class MetricRecord:
+    method: str
+    median_ms: float
+    ci_ms: tuple[float, float]
+    n: int
+    quantiles_ms: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class BaselineEntry:
+    device_time: MetricRecord
+    recorded: str
+    environment: dict[str, str] = field(default_factory=dict)
+    host_latency: MetricRecord | None = None
+    kernels: tuple[KernelRecord, ...] | None = None  # None: no inventory recorded (CPU, or older file)
+    # Optional, None where not recorded: how torch.compile compiled the call, the config each Triton
+    # autotuner chose (kernel name -> config), and the call's tensor arguments.
+    compile_context: CompileContext | None = None
+    autotune: dict[str, str] | None = None
+    inputs: tuple[TensorInput, ...] | None = None
+
+
+@dataclass(frozen=True)
+class EntryKey:
+    test: str
+    device: str
+    cache: str
+
+
+# --- plain data -> entries ----------------------------------------------------------------------
+
+
+def entries_from_data(data: Any) -> dict[EntryKey, BaselineEntry]:
+    """`{test: {device: {cache: entry}}}` (a baseline file's `entries`) as typed entries."""
+    tests = _mapping(data, (), "entries")
+    out: dict[EntryKey, BaselineEntry] = {}
+    for test, devices in tests.items():
+        for device, modes in _mapping(devices, (test,), f"entry {test!r}").items():
+            for cache, record in _mapping(modes, (test, device), f"device {device!r} of {test!r}").items():
+                if cache not in CACHE_MODES:
+                    raise SchemaError(
+                        (test, device, cache), f"unknown cache mode {cache!r} (expected hot or cold)"
+                    )
+                try:
+                    out[EntryKey(test, device, cache)] = entry_from_data(record)
+                except SchemaError as exc:
+                    raise exc.within(test, device, cache) from None
+    return out
+
+
+def entry_from_data(data: Any) -> BaselineEntry:
+    """One entry from plain data; SchemaError names the field."""
+    record = _mapping(data, (), "an entry")
+    _only_keys(record, {"recorded", "environment", "kernels", *METRICS, *CONTEXT_KEYS}, ())
+    for key in ("recorded", "device_time"):
+        if key not in record:
+            raise SchemaError((key,), f"missing {key}")
+    recorded = record["recorded"]
+    if not isinstance(recorded, str):
+        raise SchemaError(("recorded",), "recorded must be a quoted date string")
+    environment: dict[str, str] = {}
+    if record.get("environment") is not None:
+        for key, setting in _mapping(record["environment"], ("environment",), "environment").items():
+            if not isinstance(setting, (str, int, float)) or isinstance(setting, bool):
+                raise SchemaError(("environment", key), f"environment {key} must be a string")
+            environment[str(key)] = str(setting)
+    metrics = {name: _metric(record[name], (name,)) for name in METRICS if record.get(name) is not None}
+    if "device_time" not in metrics:
+        raise SchemaError(("device_time",), "device_time must be a mapping, got null")
+    kernels = record.get("kernels")
+    return BaselineEntry(
+        device_time=metrics["device_time"],
+        host_latency=metrics.get("host_latency"),
+        recorded=recorded,
+        environment=environment,
+        kernels=None if kernels is None else _kernels(kernels),
+        **_call_context(record),
+    )
+
+
+# --- the call's context: compile context, autotuner choices, inputs (all optional) ---------------
+
+CONTEXT_KEYS = ("compile_context", "autotune", "inputs")
+
+
+def _call_context(record: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if record.get("compile_context") is not None:
+        out["compile_context"] = _compile_context(record["compile_context"])
+    if record.get("autotune") is not None:
+        out["autotune"] = _autotune(record["autotune"])
+    if record.get("inputs") is not None:
+        out["inputs"] = _inputs(record["inputs"])
+    return out
+
+
+def _texts(value: Any, at: FieldPath) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)) or not all(_cc.valid_text(v) for v in value) or len(value) > 64:
+        raise SchemaError(at, f"{path_text(at)} must be a list of short one-line strings")
+    return tuple(value)
+
+
+def _compile_context(value: Any) -> CompileContext:
+    at: FieldPath = ("compile_context",)
+    record = _mapping(value, at, "compile_context")
+    _only_keys(record, {"shapes", "compiles", "dynamic", "seen", "kernels", "code", "mode", "reason"}, at)
+    shapes, compiles = record.get("shapes"), record.get("compiles", 0)
+    if shapes not in _cc.SHAPES:
+        raise SchemaError((*at, "shapes"), f"shapes must be static or dynamic, got {shapes!r}")
+    if not isinstance(compiles, int) or isinstance(compiles, bool) or compiles < 0:
+        raise SchemaError((*at, "compiles"), f"compiles must be a whole number, got {compiles!r}")
+    mode, code, reason = record.get("mode", _cc.FRESH), record.get("code"), record.get("reason")
+    if mode not in _cc.MODES:
+        raise SchemaError((*at, "mode"), f"mode must be fresh or shared, got {mode!r}")
+    if code is not None and (not isinstance(code, str) or not _CODE_HASH.match(code)):
+        raise SchemaError((*at, "code"), f"code must be a hex hash, got {code!r}")
+    if reason is not None and not _cc.valid_text(reason):
+        raise SchemaError((*at, "reason"), "reason must be a short one-line string")
+    lists = {
+        key: _texts(record[key], (*at, key)) if key in record else ()
+        for key in ("dynamic", "seen", "kernels")
+    }
+    return CompileContext(shapes=shapes, compiles=compiles, code=code, mode=mode, reason=reason, **lists)
+
+
+def _autotune(value: Any) -> dict[str, str]:
+    record = _mapping(value, ("autotune",), "autotune")
+    for kernel, config in record.items():
+        if not _cc.valid_text(config):
+            raise SchemaError(
+                ("autotune", kernel),
+                f"autotune config of {kernel!r} must be a string such as 'BLOCK=64, num_warps=4'",
+            )
+    return {str(k): str(v) for k, v in record.items()}
+
+
+def _whole_numbers(value: Any, at: FieldPath, least: int) -> tuple[int, ...]:
+    if (
+        not isinstance(value, (list, tuple))
+        or len(value) > 16
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v >= least for v in value)
+    ):
+        raise SchemaError(at, f"{path_text(at)} must be a list of whole numbers of at least {least}")
+    return tuple(value)
+
+
+def _inputs(value: Any) -> tuple[TensorInput, ...]:
+    if not isinstance(value, (list, tuple)):
+        raise SchemaError(("inputs",), "inputs must be a list of mappings")
+    out: list[TensorInput] = []
+    for index, item in enumerate(value):
+        at: FieldPath = ("inputs", index)
+        record = _mapping(item, at, "each item of inputs")
+        _only_keys(record, {"name", "shape", "stride", "dtype"}, at)
+        missing = sorted({"name", "shape", "stride", "dtype"} - set(record))
+        if missing:
+            raise SchemaError(at, f"inputs item missing {', '.join(missing)}")
+        name, dtype = record["name"], record["dtype"]
+        if not _cc.valid_text(name) or not _cc.valid_text(dtype):
+            raise SchemaError(at, "inputs name and dtype must be short strings")
+        if any(t.name == name for t in out):
+            raise SchemaError(at, f"input {name!r} listed twice")
+        shape = _whole_numbers(record["shape"], (*at, "shape"), 0)
+        stride = _whole_numbers(record["stride"], (*at, "stride"), 0)
+        out.append(TensorInput(name=name, shape=shape, stride=stride, dtype=dtype))
+    return tuple(out)
+
+
+def _metric(value: Any, at: FieldPath) -> MetricRecord:
+    record = _mapping(value, at, at[-1])
+    required = {"method", "median_ms", "ci_ms", "n", "quantiles_ms"}
+    _only_keys(record, required, at)
+    missing = sorted(required - set(record))
+    if missing:
+        raise SchemaError((*at, missing[0]), f"missing {', '.join(missing)}")
+    method = record["method"]
+    if not isinstance(method, str) or not _METHOD.match(method):
+        raise SchemaError(
+            (*at, "method"),
+            f"method must be a timer name such as {', '.join(BUILTIN_METHODS[:4])}, got {method!r}",
+        )
+    median = _positive(record["median_ms"], (*at, "median_ms"), "median_ms")
+    n = record["n"]
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise SchemaError((*at, "n"), f"n must be a positive whole number, got {n!r}")
+    ci = record["ci_ms"]
+    if not isinstance(ci, (list, tuple)) or len(ci) != 2:
+        raise SchemaError((*at, "ci_ms"), "ci_ms must be a list [low, high]")
+    low, high = (_positive(v, (*at, "ci_ms", i), "ci_ms") for i, v in enumerate(ci))
+    quantiles = record["quantiles_ms"]
+    if not isinstance(quantiles, (list, tuple)) or not quantiles:
+        raise SchemaError((*at, "quantiles_ms"), "quantiles_ms must be a non-empty list")
+    values = tuple(_positive(v, (*at, "quantiles_ms", i), "quantiles_ms") for i, v in enumerate(quantiles))
+    _consistent(at, median, (low, high), values)
+    return MetricRecord(method=method, median_ms=median, ci_ms=(low, high), n=n, quantiles_ms=values)
+
+
+def _consistent(at: FieldPath, median: float, ci: tuple[float, float], quantiles: tuple[float, ...]) -> None:
+    """The figures of one measurement agree: the median lies within its CI and its quantiles."""
+    for index in range(1, len(quantiles)):
+        if quantiles[index] < quantiles[index - 1]:
+            raise SchemaError(
+                (*at, "quantiles_ms", index),
+                f"quantiles_ms must be sorted ascending, but {quantiles[index]!r} follows "
+                f"{quantiles[index - 1]!r}",
+            )
+    low, high = ci
+    if not low <= median <= high:
+        raise SchemaError(
+            (*at, "ci_ms"),
+            f"ci_ms must hold the median: low <= median_ms <= high, got [{low!r}, {high!r}] around {median!r}",
+        )
+    if not quantiles[0] <= median <= quantiles[-1]:
+        raise SchemaError(
+            (*at, "median_ms"),
+            f"median_ms {median!r} lies outside its own quantiles_ms ({quantiles[0]!r} to "
+            f"{quantiles[-1]!r}): the figures do not come from one measurement",
+        )
+
+
+def _kernels(value: Any) -> tuple[KernelRecord, ...]:
+    if not isinstance(value, (list, tuple)):
+        raise SchemaError(("kernels",), "kernels must be a list of mappings")
+    out: list[KernelRecord] = []
+    seen: dict[str, int] = {}
+    for index, item in enumerate(value):
+        at: FieldPath = ("kernels", index)
+        record = _mapping(item, at, "each item of kernels")
+        _only_keys(record, {*_KERNEL_KEYS, "code", "grid"}, at)
+        missing = [key for key in _KERNEL_KEYS if key not in record]
+        if missing:
+            raise SchemaError((*at, missing[0]), f"kernels item missing {', '.join(sorted(missing))}")
+        name, launches, code = record["name"], record["launches"], record.get("code")
+        if not isinstance(name, str) or not name:
+            raise SchemaError((*at, "name"), f"kernels name must be a non-empty string, got {name!r}")
+        if name in seen:
+            raise SchemaError(at, f"kernel {name!r} listed twice (first as kernels[{seen[name]}])")
+        seen[name] = index
+        if not isinstance(launches, int) or isinstance(launches, bool) or launches < 1:
+            raise SchemaError(
+                (*at, "launches"), f"launches of {name!r} must be a positive whole number, got {launches!r}"
+            )
+        share = _non_negative(record["share"], (*at, "share"), f"share of {name!r}")
+        if share > 1:
+            raise SchemaError((*at, "share"), f"share of {name!r} must lie between 0 and 1, got {share!r}")
+        ms = _non_negative(record["ms"], (*at, "ms"), f"ms of {name!r}")
+        if code is not None and (not isinstance(code, str) or not _CODE_HASH.match(code)):
+            raise SchemaError(
+                (*at, "code"), f"code of {name!r} must be a hex hash such as 3f2a9c01b7de, got {code!r}"
+            )
+        grid = _whole_numbers(record["grid"], (*at, "grid"), 1) if record.get("grid") is not None else None
+        out.append(KernelRecord(name=name, launches=launches, share=share, ms=ms, code=code, grid=grid))
+    return tuple(out)  # as given: files are written sorted by name (as_stored, dump)
+
+
+def _non_negative(value: Any, at: FieldPath, what: str) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
+        return 0.0
+    return _positive(value, at, what)
+
+
+def _positive(value: Any, at: FieldPath, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        hint = (
+            " (write numbers plainly: YAML 1.1 reads 1e-3 as a string, use 0.001 or 1.0e-3)"
+            if isinstance(value, str)
+            else ""
+        )
+        raise SchemaError(at, f"{what} must be a number, got {value!r}{hint}")
+    if not math.isfinite(value) or value <= 0:
+        raise SchemaError(at, f"{what} must be a finite positive number, got {value!r}")
+    return float(value)
+
+
+def _mapping(value: Any, at: FieldPath, what: str | int) -> Mapping[Any, Any]:
+    if not isinstance(value, Mapping):
+        kind = "null" if value is None else type(value).__name__
+        raise SchemaError(at, f"{what} must be a mapping, got {kind}")
+    for key in value:
+        if not isinstance(key, str):
+            raise SchemaError(at, f"keys must be strings, got {key!r}")
+    return value
+
+
+def _only_keys(mapping: Mapping[str, Any], allowed: set[str], at: FieldPath) -> None:
+    for key in mapping:
+        if key not in allowed:
+            raise SchemaError((*at, key), f"unknown key {key!r}")
+
+
+# --- entries -> plain data ----------------------------------------------------------------------
+
+
+def metric_to_data(record: MetricRecord) -> dict[str, Any]:
+    return {
+        "method": record.method,
+        "median_ms": record.median_ms,
+        "ci_ms": list(record.ci_ms),
+        "n": record.n,
+        "quantiles_ms": list(record.quantiles_ms),
+    }
+
+
+def kernel_to_data(kernel: KernelRecord) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "name": kernel.name,
+        "launches": kernel.launches,
+        "share": kernel.share,
+        "ms": kernel.ms,
+    }
+    if kernel.code is not None:
+        data["code"] = kernel.code
+    if kernel.grid is not None:
+        data["grid"] = list(kernel.grid)
+    return data
+
+
+def compile_context_to_data(context: CompileContext) -> dict[str, Any]:
+    data: dict[str, Any] = {"shapes": context.shapes, "compiles": context.compiles, "mode": context.mode}
+    for key in ("dynamic", "seen", "kernels"):
+        if getattr(context, key):
+            data[key] = list(getattr(context, key))
+    if context.code is not None:
+        data["code"] = context.code
+    if context.reason is not None:
+        data["reason"] = context.reason
+    return data
+
+
+def input_to_data(tensor: TensorInput) -> dict[str, Any]:
+    return {
+        "name": tensor.name,
+        "dtype": tensor.dtype,
+        "shape": list(tensor.shape),
+        "stride": list(tensor.stride),
+    }
+
+
+def entry_to_data(entry: BaselineEntry) -> dict[str, Any]:
+    """The entry as plain data, read back by `entry_from_data`: what every file and process carries.
+
+    Absent parts (no host latency, no kernel inventory) are left out rather than written as null.
+    """
+    data: dict[str, Any] = {
+        "recorded": entry.recorded,
+        "environment": dict(entry.environment),
+        "device_time": metric_to_data(entry.device_time),
+    }
+    if entry.host_latency is not None:
+        data["host_latency"] = metric_to_data(entry.host_latency)
+    if entry.kernels is not None:
+        data["kernels"] = [kernel_to_data(k) for k in entry.kernels]
+    if entry.compile_context is not None:
+        data["compile_context"] = compile_context_to_data(entry.compile_context)
+    if entry.autotune is not None:
+        data["autotune"] = dict(entry.autotune)
+    if entry.inputs is not None:
+        data["inputs"] = [input_to_data(t) for t in entry.inputs]
+    return data
+
+
+# --- what a file gives back -----------------------------------------------------------------------
+
+
+def rounded(value: float) -> float:
+    """Six significant digits: far below any timing's noise, and short diffs."""
+    return significant(value, 6)
+
+
+def _rounded_metric(record: MetricRecord) -> MetricRecord:
+    return replace(
+        record,
+        median_ms=rounded(record.median_ms),
+        ci_ms=(rounded(record.ci_ms[0]), rounded(record.ci_ms[1])),
+        quantiles_ms=tuple(rounded(v) for v in record.quantiles_ms),
+    )
+
+
+def as_stored(entry: BaselineEntry) -> BaselineEntry:
+    """The entry exactly as a file will give it back (rounding is monotone: it keeps consistency)."""
+    return replace(
+        entry,
+        device_time=_rounded_metric(entry.device_time),
+        host_latency=_rounded_metric(entry.host_latency) if entry.host_latency else None,
+        kernels=None
+        if entry.kernels is None
+        else tuple(
+            replace(k, share=rounded(k.share), ms=rounded(k.ms))
+            for k in sorted(entry.kernels, key=lambda k: k.name)
+        ),
+    )
