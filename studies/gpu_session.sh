@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The GPU runs behind the figures in README.md and docs/, in two calls of under ten minutes each:
+#   OUT=out bash studies/gpu_session.sh examples-aa    # example suite vs committed baselines, re-record,
+#                                                      # compare; A/A of the real-kernel suite
+#   OUT=out bash studies/gpu_session.sh schedules      # verdicts under other schedules; compile
+#                                                      # context demo; xdist throughput
+# Everything lands under $OUT/work as it is measured and is packed into $OUT/<part>.tgz at the end (or
+# when a step runs out of time), with each step's last lines in $OUT/<part>.txt.
+set -u
+part=${1:?examples-aa or schedules}
+OUT=${OUT:-out}
+W=$OUT/work
+mkdir -p "$W"
+export PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1 || python3 -m pip install --no-deps --no-build-isolation -e .
+SUMMARY=$OUT/$part.txt
+log() { echo "$*" | tee -a "$SUMMARY"; }
+pack() { tar czf "$OUT/$part.tgz" -C "$W" . 2>/dev/null; }
+trap pack EXIT
+step() {  # step NAME SECONDS COMMAND...: run with a time limit, keep its output and exit status
+    local name=$1 limit=$2
+    shift 2
+    local began=$SECONDS
+    timeout "$limit" "$@" >"$W/$name.log" 2>&1
+    local status=$?
+    log "== $name: exit $status in $((SECONDS - began)) s"
+    tail -n 8 "$W/$name.log" >>"$SUMMARY"
+}
+log "$(date -u +%FT%TZ) $(nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tr '\n' ';')"
+log "torch $(python3 -c 'import torch; print(torch.__version__, torch.version.cuda)'), triton $(python3 -c 'import triton; print(triton.__version__)')"
+P="-p no:cacheprovider -v -rs"
+case $part in
+examples-aa)
+    # The committed baselines (recorded before rounds) judge this run; then record anew and compare.
+    step examples_vs_committed 240 python3 -m pytest --kernelperf example_kernels $P \
+        --kernelperf-json="$W/examples_vs_committed.json"
+    step examples_record 120 python3 -m pytest --kernelperf-update-baselines example_kernels $P \
+        --kernelperf-json="$W/examples_record.json"
+    cp baselines/example_kernels/test_gelu.yaml "$W/test_gelu.yaml"
+    step examples_compare 120 python3 -m pytest --kernelperf example_kernels $P \
+        --kernelperf-json="$W/examples_compare.json" --kernelperf-markdown="$W/examples.md"
+    step aa 330 python3 studies/aa_study.py --out "$W" --runs 24 --jobs 2 --budget-s 240 --grace-s 60
+    ;;
+schedules)
+    step schedules 300 python3 studies/schedule_study.py --out "$W" --budget-s 220 --grace-s 60
+    step compile_context_demo 90 env OUT="$W/compile_context" python3 studies/compile_context_demo.py
+    step xdist_throughput 150 python3 studies/xdist_throughput.py --out "$W" --copies 1 --workers 0,2 \
+        --budget-s 100 --grace-s 40
+    ;;
+*)
+    echo "unknown part $part" >&2
+    exit 2
+    ;;
+esac
