@@ -240,6 +240,12 @@ OPTIONS: tuple[Option, ...] = (
         _path,
     ),
     Option("plot", None, "write PNG plots to this folder (needs matplotlib)", _path),
+    Option(
+        "history",
+        None,
+        "append every timed run to this SQLite run history (`python -m pytest_kernelperf history`)",
+        _path,
+    ),
     # Processes.
     Option(
         "isolate",
@@ -308,6 +314,7 @@ class Settings:
     json: Path | None = DEFAULTS["json"]
     markdown: Path | None = DEFAULTS["markdown"]
     plot: Path | None = DEFAULTS["plot"]
+    history: Path | None = DEFAULTS["history"]
     isolate: bool = DEFAULTS["isolate"]
     require_gpu: bool = DEFAULTS["require_gpu"]
     replace_unreadable: bool = DEFAULTS["replace_unreadable"]

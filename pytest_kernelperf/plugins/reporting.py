@@ -110,7 +110,19 @@ class Reports:
             failed |= not self._write(
                 "JSON", path, lambda: runfile.write(path, self.run_report(results, path))
             )
+        if settings.history is not None and settings.timing and results:
+            history = settings.history
+            failed |= not self._write("run history", history, lambda: self._append_history(history, results))
         return not failed
+
+    def _append_history(self, path: Path, results: list[BenchResult]) -> None:
+        """One timed run into the history database, with the checkout's commit and branch."""
+        from pytest_kernelperf.history.store import HistoryStore, git_info
+
+        run = runfile.run_to_dict(self.run_report(results, self.state.settings.json or path))
+        commit, branch = git_info(self.config.rootpath) or (None, None)
+        with HistoryStore(path) as store:
+            store.append_run(run, commit=commit, branch=branch, source="this run")
 
     def _xdist_controller_without_results(self, results: list[BenchResult]) -> bool:
         # Workers whose results never arrived (they crashed): an empty file would hide that.
