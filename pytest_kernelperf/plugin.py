@@ -192,6 +192,11 @@ def kernel_bench(request: pytest.FixtureRequest) -> Any:
         pytest.fail(str(exc), pytrace=False)
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # The tests that will run: their baseline entries set the run's number of judgements (alpha / m).
+    session.config.stash[SESSION].planned_tests = [item.nodeid for item in session.items]
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     state = session.config.stash[SESSION]
     state.finish()

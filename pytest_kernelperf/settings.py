@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_kernelperf.measure.timing import CACHE_MODES, METHODS, SamplingPlan
-from pytest_kernelperf.verdict.judge import parse_threshold
+from pytest_kernelperf.verdict.judge import parse_fraction, parse_threshold
 
 
 class SettingsError(ValueError):
@@ -58,6 +58,10 @@ def _seconds(value: Any) -> float:
 
 
 def _fraction(value: Any) -> float:
+    return parse_fraction(value)
+
+
+def _threshold(value: Any) -> float:
     return parse_threshold(value)
 
 
@@ -101,22 +105,24 @@ OPTIONS: tuple[Option, ...] = (
     Option("strict", "a missing baseline fails the test instead of passing as new", _bool, flag=True),
     Option(
         "threshold",
-        "relative change that counts as slower or faster, as a fraction (0.05) or percentage (5%%); "
-        "default 0.05",
-        _fraction,
+        "practical floor: a significant change must also exceed this to count as slower or faster, as "
+        "a fraction (0.005) or percentage (0.5%%); 2.0 fails only beyond 3x slower; default 0.005",
+        _threshold,
         marker=True,
     ),
     Option(
         "alpha",
-        "significance level of the one-sided Mann-Whitney U test that a change must also pass; default 0.01",
+        "false-alarm rate of the whole run: each of the m judgements planned is held to alpha/m "
+        "(Bonferroni); default 0.01",
         _fraction,
         marker=True,
     ),
     Option(
         "host_threshold",
-        "relative change of host latency per call (the launch path) that draws a warning; default 0.5. "
-        "Host latency varies more between processes than device time, so it warns and never fails",
-        _fraction,
+        "practical floor for host latency per call (the launch path): a significant change beyond it "
+        "draws a warning; default 0.5. Host latency varies more between processes than device time, "
+        "so it warns and never fails",
+        _threshold,
         marker=True,
     ),
     Option("baseline_dir", "folder of the YAML baselines; default 'baselines' under the rootdir", _path),
@@ -143,16 +149,27 @@ OPTIONS: tuple[Option, ...] = (
         _choice(CACHE_MODES),
         marker=True,
     ),
-    Option("min_samples", "fewest samples per measurement; default 10", _positive_int, marker=True),
-    Option("min_time", "least seconds of sampling per measurement; default 0.02", _seconds, marker=True),
-    Option("max_time", "time budget in seconds per measurement; default 0.4", _seconds, marker=True),
     Option(
-        "target_ci",
-        "stop sampling once the median's 95%% confidence interval is this tight (relative); default 0.005",
-        _fraction,
+        "rounds",
+        "rounds per measurement when comparing, each its own warm-up and sampling window; default 5",
+        _positive_int,
         marker=True,
     ),
-    Option("warmup", "least seconds of warm-up after the first call; default 0.025", _seconds, marker=True),
+    Option(
+        "baseline_rounds",
+        "rounds per measurement when recording baselines (--kernelperf-update-baselines); default 8",
+        _positive_int,
+        marker=True,
+    ),
+    Option("min_samples", "fewest samples per round; default 10", _positive_int, marker=True),
+    Option("min_time", "least seconds of sampling per round; default 0.01", _seconds, marker=True),
+    Option("max_time", "most seconds of sampling per round; default 0.04", _seconds, marker=True),
+    Option(
+        "warmup",
+        "least seconds of warm-up after the first call (later rounds warm up for 3 ms); default 0.025",
+        _seconds,
+        marker=True,
+    ),
     Option(
         "profile_stack",
         "also write folded stacks (export_stacks, for a flame graph) with each profile; costs one more "
@@ -178,7 +195,7 @@ class Settings:
     timing: bool = False  # --kernelperf or --kernelperf-update-baselines
     update: bool = False
     strict: bool = False
-    threshold: float = 0.05
+    threshold: float = 0.005
     alpha: float = 0.01
     host_threshold: float = 0.5
     baseline_dir: Path = Path("baselines")
@@ -186,10 +203,11 @@ class Settings:
     artifacts: Path = Path(".kernelperf")
     timer: str = "auto"
     cache: str = "hot"
+    rounds: int = 5
+    baseline_rounds: int = 8
     min_samples: int = 10
-    min_time: float = 0.02
-    max_time: float = 0.4
-    target_ci: float = 0.005
+    min_time: float = 0.01
+    max_time: float = 0.04
     warmup: float = 0.025
     profile_stack: bool = False
     json: Path | None = None
@@ -201,8 +219,8 @@ class Settings:
             min_samples=self.min_samples,
             min_time_s=self.min_time,
             max_time_s=max(self.max_time, self.min_time),
-            target_ci=self.target_ci,
             warmup_s=self.warmup,
+            rounds=self.baseline_rounds if self.update else self.rounds,
             cache=self.cache,
             prefer_method=prefer_method,
         )

@@ -8,13 +8,14 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pytest_kernelperf.baselines import BaselineStore, FileUpdate
+from pytest_kernelperf.baselines import BaselineError, BaselineStore, FileUpdate
 from pytest_kernelperf.kernel_bench import Hooks, KernelBench, no_guard
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.timing import Timer
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.settings import Settings
+from pytest_kernelperf.verdict.noise import NoisePrior
 
 
 class KernelperfWarning(UserWarning):
@@ -45,6 +46,8 @@ class KernelperfSession:
         self._guard = guard  # per test id: wraps each kernel_bench call (see faults.py)
         self.blocked: str | None = None  # why this process must not write baseline files
         self.remove: dict[Path, set[str]] = {}  # unused test ids to prune, per file
+        self.planned_tests: list[str] = []  # node ids this run will execute (set after collection)
+        self._baseline_sets: dict[str, tuple[NoisePrior, int]] = {}
 
     def bench(self, nodeid: str, marker_kwargs: dict[str, Any] | None, device: str) -> KernelBench:
         settings = self.settings
@@ -58,8 +61,36 @@ class KernelperfSession:
             device_info=self._cached_device_info,
             profile=self._profile,
             guard=self._guard(nodeid) if self._guard else lambda fn, name: no_guard(),
+            noise_prior=lambda device: self.baseline_set(device)[0],
+            planned_judgements=lambda device: self.baseline_set(device)[1],
         )
         return KernelBench(nodeid=nodeid, settings=settings, store=self.store, hooks=hooks, device=device)
+
+    def baseline_set(self, device: str) -> tuple[NoisePrior, int]:
+        """For one device: the round noise pooled from the baseline entries of this run's test
+        modules, and how many of those entries this run's tests will be judged against (the m of
+        alpha / m; at least 1). Read once per device, on the first judgement."""
+        if device not in self._baseline_sets:
+            prior, planned = NoisePrior(), 0
+            tests: dict[str, set[str]] = {}
+            for nodeid in self.planned_tests:
+                module, _, test = nodeid.partition("::")
+                tests.setdefault(module, set()).add(test or module)
+            for module, ids in tests.items():
+                try:
+                    entries = self.store.entries(self.store.path_for(module))
+                except BaselineError:
+                    continue  # the tests of that file fail with its error
+                for key, entry in entries.items():
+                    if key.device != device:
+                        continue
+                    for record in (entry.device_time, entry.host_latency):
+                        if record is not None and record.rounds_ms:
+                            prior.add(device, record.method, record.rounds_ms)
+                    if key.test in ids or key.test.rpartition("::")[0] in ids:
+                        planned += 1
+            self._baseline_sets[device] = (prior, max(1, planned))
+        return self._baseline_sets[device]
 
     def _cached_device_info(self, kind: str) -> DeviceInfo:
         if kind not in self._device_cache:
