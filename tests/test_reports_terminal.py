@@ -19,7 +19,7 @@ def test_table_grouped_by_module_and_test_with_one_line_total(project: Project) 
             "*= kernelperf =*",
             "test_kernels.py",
             "  test_param (Test CPU, scripted, hot cache)",
-            "    Method  Time (ms)  95% CI*Baseline*Change*GB/s*% peak*Verdict",
+            "    Method  Time (ms)  Rounds*Baseline*Change*GB/s*% peak*Verdict",
             "    a       0.99*  +0.0%  *  same",
             "    b       3.99*  +300.0%  *  slower",
             "    c       0.50*  -50.0%  *  faster",
