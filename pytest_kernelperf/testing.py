@@ -10,7 +10,7 @@ In a conftest.py::
 
 Then each timed function states its own time: ``kernel.fake_ms = 1.0``. A measurement is the
 plan's rounds; each round draws its own level, ``fake_ms * exp(N(0, round_sd))``, and its samples are
-that level with a small jitter. Every draw is seeded (by the label, KERNELPERF_SCRIPTED_SEED, the
+that level with a small jitter, mirrored in pairs so that a round's midmean is its level. Every draw is seeded (by the label, KERNELPERF_SCRIPTED_SEED, the
 timer's `seed` and how many measurements of that label it has made), so verdicts are the same on
 every run, while repeated measurements in one process draw afresh, as on a GPU.
 ``kernel.fake_throttle = ("software power cap",)`` makes every round report that throttling.
@@ -69,8 +69,14 @@ class ScriptedTimer:
         )
 
     def round_samples(self, fake_ms: float, rng: random.Random, count: int) -> list[float]:
+        """Jitter in mirrored pairs around the round's level, so that the round's midmean is its
+        level: with round_sd 0, a kernel stated 4x slower measures exactly 4x."""
         level = fake_ms * math.exp(rng.gauss(0, self.round_sd)) if self.round_sd else fake_ms
-        return [level * (1 + rng.gauss(0, self.jitter)) for _ in range(count)]
+        out = [level] if count % 2 else []
+        for _ in range(count // 2):
+            jitter = rng.gauss(0, self.jitter)
+            out += [level * (1 + jitter), level * (1 - jitter)]
+        return out
 
 
 def _throttled(reasons: Sequence[str] | None, rounds: int) -> health_mod.Health | None:

@@ -27,6 +27,9 @@ BUILTIN_PRIOR_DF = 30
 POOLED_PRIOR_DF = 40
 # Pooling needs a few entries before it stands in for the built-in prior.
 MIN_POOLED_ENTRIES = 3
+# No timer repeats a level exactly from round to round; a pooled SD below this (rounds identical to
+# the stored digits, or a fake timer) would make every difference infinitely significant.
+MIN_ROUND_SD = 0.0001
 
 
 @dataclass(frozen=True)
@@ -155,7 +158,7 @@ class NoisePrior:
         count = self._counts.get(key, 0)
         if count >= MIN_POOLED_ENTRIES:
             squares, df = self._pools[key]
-            sd = math.sqrt(squares / df)
+            sd = max(math.sqrt(squares / df), MIN_ROUND_SD)
             return PriorSD(
                 sd,
                 int(min(df, POOLED_PRIOR_DF)),
