@@ -199,7 +199,10 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert exit_info.value.code == 2
     with pytest.raises(SystemExit):
         main(["compare", "a.json", "b.json", "--threshold=-5%"])
-    assert "a threshold must be 0 or more" in capsys.readouterr().err
+    assert "got '-5%'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["compare", "a.json", "b.json", "--alpha=2"])
+    assert "must lie strictly between 0 and 1" in capsys.readouterr().err
     assert cli("compare", "missing-old.json", "missing-new.json")[0] == 2
     assert "missing-old.json: no such file" in capsys.readouterr().err
 

@@ -110,7 +110,7 @@ def test_check_ratio_is_a_paired_round_test_that_needs_size_and_evidence() -> No
     assert check.exceeded and check.ratio == pytest.approx(2.0)
     assert check.ratio_ci is not None and check.ratio_ci[0] < 2.0 < check.ratio_ci[1]
     within = check_ratio(ref, "m", ref, "m", max_ratio=1.1, alpha=0.01)
-    assert not within.exceeded and within.reason == ""
+    assert not within.exceeded and within.reason == "within max_ratio"
     # Just past the limit but with rounds that disagree: not significant, so not a failure.
     noisy_ref = (0.13, 0.16, 0.11, 0.14, 0.12)
     edge = (0.15, 0.13, 0.16, 0.12, 0.18)

@@ -101,7 +101,9 @@ def check_ratio(
     level = alpha / max(1, planned_judgements)
     test = paired_test(rounds_ms, reference_rounds_ms, device, method, max_ratio, level, prior)
     exceeded = test.ratio > max_ratio and test.p_slower < level
-    reason = "" if exceeded or test.ratio <= max_ratio else "beyond max_ratio, not significant"
+    reason = (
+        "" if exceeded else "within max_ratio" if test.ratio <= max_ratio else "beyond max_ratio, not significant"
+    )
     return RatioCheck(
         ratio=test.ratio,
         p_value=test.p_slower,
