@@ -63,9 +63,12 @@ class ScriptedTimer:
             self.round_samples(float(fake_ms), rng, max(self.samples, plan.min_samples))
             for _ in range(plan.rounds)
         ]
+        health = _throttled(getattr(target.fn, "fake_throttle", None), plan.rounds)
         return Timing(
             device_time=Metric.of_rounds(self.method, rounds),
-            health=_throttled(getattr(target.fn, "fake_throttle", None), plan.rounds),
+            health=health,
+            # As a real timer would: every round and each of its re-measurements throttled.
+            throttled_rounds=2 * plan.rounds if health else 0,
         )
 
     def round_samples(self, fake_ms: float, rng: random.Random, count: int) -> list[float]:

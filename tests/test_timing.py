@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_kernelperf.measure import health, timing
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.timing import SamplingPlan, Target, TimingError, collect, make_timer, warm_up
 
@@ -74,3 +75,32 @@ def test_wall_clock_timer_counts_and_names_its_method() -> None:
 def test_cuda_timers_refuse_a_cpu_device() -> None:
     with pytest.raises(TimingError, match="needs a CUDA device"):
         make_timer("cupti", DeviceInfo(kind="cpu", name="test CPU"))
+
+
+def reading(*reasons: str, clock: int = 1980) -> health.HealthReading:
+    return health.HealthReading(sm_clock_mhz=clock, temperature_c=60, throttle_reasons=reasons)
+
+
+def test_a_throttled_round_is_measured_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Round attempts 0 and 2 run throttled (NVML read before and after each attempt).
+    script = iter(
+        [reading("software power cap"), reading(), reading(), reading(), reading("software power cap", clock=1700)]
+        + [reading()] * 20
+    )
+    monkeypatch.setattr(health, "read", lambda index: next(script))
+    monkeypatch.setattr(timing.time, "sleep", lambda seconds: None)
+    attempts: list[int] = []
+    kept, seen, throttled = timing.run_rounds(
+        SamplingPlan(rounds=3), 0, lambda i: attempts.append(i) or timing.RoundSamples([float(i)])
+    )
+    assert attempts == [0, 1, 2, 3, 4] and [r.device_ms for r in kept] == [[1.0], [3.0], [4.0]]
+    assert throttled == 2
+    assert seen is not None and seen.throttled == () and seen.throttled_rounds == 0
+
+
+def test_throttled_rounds_are_kept_once_the_extra_budget_is_spent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(health, "read", lambda index: reading("hardware slowdown", clock=1500))
+    monkeypatch.setattr(timing.time, "sleep", lambda seconds: None)
+    kept, seen, throttled = timing.run_rounds(SamplingPlan(rounds=2), 0, lambda i: timing.RoundSamples([1.0]))
+    assert len(kept) == 2 and throttled == 4  # two rounds, then two re-measurements: the bound is R extra
+    assert seen is not None and seen.throttled == ("hardware slowdown",) and seen.throttled_rounds == 2

@@ -52,6 +52,14 @@ class Health:
         top = max(clocks)
         return (top - min(clocks)) / top if top > 0 and min(clocks) < top else None
 
+    def describe(self) -> str:
+        return (
+            f"SM clock {self.start.sm_clock_mhz}->{self.end.sm_clock_mhz} MHz, "
+            f"{self.start.temperature_c}->{self.end.temperature_c} C"
+            + (f", lowest {self.lowest_clock_mhz} MHz" if self.clock_drop else "")
+            + (f", throttled: {', '.join(self.throttled)}" if self.throttled else "")
+        )
+
 
 def combine(rounds: list[Health]) -> Health:
     """The health of a measurement from the readings around each of its rounds."""
@@ -63,13 +71,6 @@ def combine(rounds: list[Health]) -> Health:
         throttled_rounds=sum(h.throttled_rounds or 1 for h in throttled),
         lowest_clock_mhz=min(min(h.start.sm_clock_mhz, h.end.sm_clock_mhz) for h in rounds),
     )
-
-    def describe(self) -> str:
-        return (
-            f"SM clock {self.start.sm_clock_mhz}->{self.end.sm_clock_mhz} MHz, "
-            f"{self.start.temperature_c}->{self.end.temperature_c} C"
-            + (f", throttled: {', '.join(self.throttled)}" if self.throttled else "")
-        )
 
 
 def read(index: int | None) -> HealthReading | None:
