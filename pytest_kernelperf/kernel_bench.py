@@ -25,13 +25,21 @@ from pytest_kernelperf.baselines import (
 from pytest_kernelperf.correctness import Mismatch, assert_matches
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.roofline import tensor_bytes
-from pytest_kernelperf.measure.timing import Metric, SamplingPlan, Target, Timer, Timing, TimingError, merge_rounds
+from pytest_kernelperf.measure.timing import (
+    Metric,
+    SamplingPlan,
+    Target,
+    Timer,
+    Timing,
+    TimingError,
+    merge_rounds,
+)
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest, artifact_folder
 from pytest_kernelperf.profiling.explain import regression_details
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict import stats
-from pytest_kernelperf.verdict.judge import NOT_JUDGED, Comparison, Rounds, Throttling, Verdict, judge
+from pytest_kernelperf.verdict.judge import NOT_JUDGED, Rounds, Throttling, Verdict, judge
 from pytest_kernelperf.verdict.noise import NoisePrior
 from pytest_kernelperf.verdict.ratio import RatioCheck, check_ratio, ratio_message, validate_max_ratio
 
@@ -354,7 +362,9 @@ class KernelBench:
         if timing.health is not None:
             notes.append(timing.health.describe())
         if timing.throttled_rounds:
-            notes.append(f"{timing.throttled_rounds} throttled round(s) seen; re-measured where the budget allowed")
+            notes.append(
+                f"{timing.throttled_rounds} throttled round(s) seen; re-measured where the budget allowed"
+            )
         return BenchResult(
             nodeid=self.nodeid,
             name=name,
@@ -405,7 +415,9 @@ class KernelBench:
         if result.verdict in NOT_JUDGED:
             why = _not_judged(result, path, self.settings.cache)
             if self.settings.strict:
-                self._hooks.fail(f"{why}, and --kernelperf-strict fails every verdict that is not a judgement")
+                self._hooks.fail(
+                    f"{why}, and --kernelperf-strict fails every verdict that is not a judgement"
+                )
             if result.verdict is not Verdict.NEW:  # never silently: new is counted in the summary
                 self._hooks.warn(why)
         host = result.host_comparison

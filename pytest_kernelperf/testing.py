@@ -10,7 +10,8 @@ In a conftest.py::
 
 Then each timed function states its own time: ``kernel.fake_ms = 1.0``. A measurement is the
 plan's rounds; each round draws its own level, ``fake_ms * exp(N(0, round_sd))``, and its samples are
-that level with a small jitter, mirrored in pairs so that a round's midmean is its level. Every draw is seeded (by the label, KERNELPERF_SCRIPTED_SEED, the
+that level with a small jitter, mirrored in pairs so that a round's midmean is its level. Every
+draw is seeded (by the label, KERNELPERF_SCRIPTED_SEED, the
 timer's `seed` and how many measurements of that label it has made), so verdicts are the same on
 every run, while repeated measurements in one process draw afresh, as on a GPU.
 ``kernel.fake_throttle = ("software power cap",)`` makes every round report that throttling.
@@ -42,7 +43,9 @@ class ScriptedTimer:
 
     method = "scripted"
 
-    def __init__(self, samples: int = 50, jitter: float = 0.005, round_sd: float = 0.0, seed: int = 0) -> None:
+    def __init__(
+        self, samples: int = 50, jitter: float = 0.005, round_sd: float = 0.0, seed: int = 0
+    ) -> None:
         self.samples = samples
         self.jitter = jitter
         self.round_sd = round_sd

@@ -51,7 +51,9 @@ def main() -> None:
     from pytest_kernelperf.settings import Settings
     from pytest_kernelperf.verdict.resample import simulate
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("inputs", nargs="+", type=Path)
     parser.add_argument("--suite", type=int, default=200, help="kernels per run (the m of alpha / m)")
     parser.add_argument("--trials", type=int, default=2000)
@@ -78,16 +80,15 @@ def main() -> None:
     )
     print(
         f"defaults: {defaults.rounds} rounds vs {defaults.baseline_rounds} baseline rounds, threshold "
-        f"{defaults.threshold:g}, alpha {defaults.alpha:g} over {args.suite} judgements; {args.trials} draws each\n"
+        f"{defaults.threshold:g}, alpha {defaults.alpha:g} over {args.suite} judgements; "
+        f"{args.trials} draws each\n"
     )
     print("| kernel | rounds | false slower | caught at +1% | caught at +3% |")
     print("|---|---|---|---|---|")
     rates = {(r.kernel, r.slowdown): r.rate for r in results}
-    for kernel in usable:
+    for kernel, pool in usable.items():
         print(
-            f"| {kernel} | {len(usable[kernel])} | "
-            + " | ".join(f"{rates[(kernel, s)]:.2%}" for s in SLOWDOWNS)
-            + " |"
+            f"| {kernel} | {len(pool)} | " + " | ".join(f"{rates[(kernel, s)]:.2%}" for s in SLOWDOWNS) + " |"
         )
     false_rate = sum(rates[(k, 0.0)] for k in usable) / len(usable)
     print(

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import fcntl
-import itertools
 import json
 import os
 import statistics
@@ -174,7 +173,8 @@ def child_compare(store: Path, result: Path) -> None:
             now = Rounds(metric.method, metric.round_locations_ms)
             then = Rounds.stored(base.method, base.rounds_ms, base.median_ms)
             verdicts = {
-                str(t): str(judge(now, then, device="gpu", threshold=t, alpha=0.01).verdict) for t in THRESHOLDS
+                str(t): str(judge(now, then, device="gpu", threshold=t, alpha=0.01).verdict)
+                for t in THRESHOLDS
             }
             rows.append(
                 {

@@ -40,9 +40,7 @@ def test_rows_without_rounds_count_their_samples_as_one_round() -> None:
 
 def pools(sd: float, level: float, kernels: int = 4, per_kernel: int = 40) -> dict[str, list[float]]:
     rng = random.Random(3)
-    return {
-        f"k{i}": [level * math.exp(rng.gauss(0, sd)) for _ in range(per_kernel)] for i in range(kernels)
-    }
+    return {f"k{i}": [level * math.exp(rng.gauss(0, sd)) for _ in range(per_kernel)] for i in range(kernels)}
 
 
 def test_simulation_gives_false_alarms_under_the_level_and_power_at_3_percent() -> None:
@@ -64,5 +62,14 @@ def test_simulation_gives_false_alarms_under_the_level_and_power_at_3_percent() 
 
 
 def test_simulation_needs_enough_rounds_per_kernel() -> None:
-    with pytest.raises(ValueError, match="at least 13 measured rounds .5 \\+ 8.; too few for: k0"):
-        simulate({"k0": [1.0] * 12}, (0.0,), trials=1, rounds=5, baseline_rounds=8, threshold=0.005, alpha=0.01, suite_size=1)
+    with pytest.raises(ValueError, match=r"at least 13 measured rounds \(5 \+ 8\); too few for: k0"):
+        simulate(
+            {"k0": [1.0] * 12},
+            (0.0,),
+            trials=1,
+            rounds=5,
+            baseline_rounds=8,
+            threshold=0.005,
+            alpha=0.01,
+            suite_size=1,
+        )

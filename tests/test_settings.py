@@ -78,7 +78,7 @@ def test_rounds_when_comparing_and_when_recording() -> None:
     update = resolve({}, {"baseline_rounds": "9"}, timing=True, update=True, rootdir=ROOT)
     assert update.plan().rounds == 9
     assert resolve({}, {}, timing=True, update=True, rootdir=ROOT).plan().rounds == 8
-    with pytest.raises(SettingsError, match="kernelperf_rounds in pytest.ini: expected at least 1"):
+    with pytest.raises(SettingsError, match=r"kernelperf_rounds in pytest\.ini: expected at least 1"):
         resolve({}, {"rounds": "0"}, timing=True, update=False, rootdir=ROOT, ini_file="pytest.ini")
     assert compare.with_marker({"rounds": 7}, where="m").plan().rounds == 7
 

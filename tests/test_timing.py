@@ -46,7 +46,9 @@ def test_a_round_stops_at_its_budget_even_before_min_samples(monkeypatch: pytest
 def test_rounds_get_their_own_warm_up_and_locations() -> None:
     calls = []
     cpu = DeviceInfo(kind="cpu", name="test CPU")
-    plan = SamplingPlan(min_samples=5, min_time_s=0.0, max_time_s=0.01, warmup_s=0.0, round_warmup_s=0.0, rounds=3)
+    plan = SamplingPlan(
+        min_samples=5, min_time_s=0.0, max_time_s=0.01, warmup_s=0.0, round_warmup_s=0.0, rounds=3
+    )
     result = make_timer("wall-clock", cpu).measure(Target(lambda: calls.append(1), cpu), plan)
     metric = result.device_time
     assert len(metric.rounds_ms) == 3 and len(metric.samples_ms) >= 15
@@ -64,7 +66,8 @@ def test_wall_clock_timer_counts_and_names_its_method() -> None:
     calls = []
     cpu = DeviceInfo(kind="cpu", name="test CPU")
     result = make_timer("auto", cpu).measure(
-        Target(lambda: calls.append(1), cpu), SamplingPlan(min_samples=12, max_time_s=0.05, warmup_s=0.0, rounds=1)
+        Target(lambda: calls.append(1), cpu),
+        SamplingPlan(min_samples=12, max_time_s=0.05, warmup_s=0.0, rounds=1),
     )
     assert result.device_time.method == "wall-clock"
     assert len(result.device_time.samples_ms) >= 12
@@ -84,15 +87,24 @@ def reading(*reasons: str, clock: int = 1980) -> health.HealthReading:
 def test_a_throttled_round_is_measured_again(monkeypatch: pytest.MonkeyPatch) -> None:
     # Round attempts 0 and 2 run throttled (NVML read before and after each attempt).
     script = iter(
-        [reading("software power cap"), reading(), reading(), reading(), reading("software power cap", clock=1700)]
+        [
+            reading("software power cap"),
+            reading(),
+            reading(),
+            reading(),
+            reading("software power cap", clock=1700),
+        ]
         + [reading()] * 20
     )
     monkeypatch.setattr(health, "read", lambda index: next(script))
-    monkeypatch.setattr(timing.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr("pytest_kernelperf.measure.timing.time.sleep", lambda seconds: None)
     attempts: list[int] = []
-    kept, seen, throttled = timing.run_rounds(
-        SamplingPlan(rounds=3), 0, lambda i: attempts.append(i) or timing.RoundSamples([float(i)])
-    )
+
+    def one_round(index: int) -> timing.RoundSamples:
+        attempts.append(index)
+        return timing.RoundSamples([float(index)])
+
+    kept, seen, throttled = timing.run_rounds(SamplingPlan(rounds=3), 0, one_round)
     assert attempts == [0, 1, 2, 3, 4] and [r.device_ms for r in kept] == [[1.0], [3.0], [4.0]]
     assert throttled == 2
     assert seen is not None and seen.throttled == () and seen.throttled_rounds == 0
@@ -100,7 +112,7 @@ def test_a_throttled_round_is_measured_again(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_throttled_rounds_are_kept_once_the_extra_budget_is_spent(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(health, "read", lambda index: reading("hardware slowdown", clock=1500))
-    monkeypatch.setattr(timing.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr("pytest_kernelperf.measure.timing.time.sleep", lambda seconds: None)
     kept, seen, throttled = timing.run_rounds(SamplingPlan(rounds=2), 0, lambda i: timing.RoundSamples([1.0]))
     assert len(kept) == 2 and throttled == 4  # two rounds, then two re-measurements: the bound is R extra
     assert seen is not None and seen.throttled == ("hardware slowdown",) and seen.throttled_rounds == 2

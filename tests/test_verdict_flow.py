@@ -35,8 +35,10 @@ def test_throttling_that_could_explain_the_change_is_unreliable_and_never_silent
     result = throttled_run(project, ms=1.2)
     result.assert_outcomes(passed=1)  # type: ignore[attr-defined]
     result.stdout.fnmatch_lines(  # type: ignore[attr-defined]
-        ["*UNRELIABLE: test_kernels.py::test_kernel on * not judged +20.0%: GPU throttled in 5 rounds "
-         "(software power cap): a change of +20.0% may be the clock's*"]
+        [
+            "*UNRELIABLE: test_kernels.py::test_kernel on * not judged +20.0%: GPU throttled in 5 rounds "
+            "(software power cap): a change of +20.0% may be the clock's*"
+        ]
     )
     data = json.loads((project.pytester.path / "run.json").read_text())
     timing = data["results"][0]["device_time"]
@@ -71,7 +73,10 @@ def test_throttling_cannot_hide_a_change_beyond_2x(project: Project) -> None:
     result = throttled_run(project, ms=8.6)
     result.assert_outcomes(failed=1)  # type: ignore[attr-defined]
     result.stdout.fnmatch_lines(  # type: ignore[attr-defined]
-        ["*performance regression*(+760.0%*", "*GPU throttled in 5 rounds (software power cap), which cannot explain*"]
+        [
+            "*performance regression*(+760.0%*",
+            "*GPU throttled in 5 rounds (software power cap), which cannot explain*",
+        ]
     )
 
 
@@ -81,13 +86,15 @@ entries:
   test_kernel:
     {device}:
       hot:
-        device_time: {{ci_ms: [0.99, 1.01], median_ms: 1.0, method: scripted, n: 50, quantiles_ms: [0.99, 1.0, 1.01]}}
+        device_time: {{ci_ms: [0.99, 1.01], median_ms: 1.0, method: scripted, n: 50,
+          quantiles_ms: [0.99, 1.0, 1.01]}}
         environment: {{}}
         recorded: '2026-11-30T00:00:00Z'
   test_gone:
     {device}:
       hot:
-        device_time: {{ci_ms: [1.99, 2.01], median_ms: 2.0, method: scripted, n: 50, quantiles_ms: [1.99, 2.0, 2.01]}}
+        device_time: {{ci_ms: [1.99, 2.01], median_ms: 2.0, method: scripted, n: 50,
+          quantiles_ms: [1.99, 2.0, 2.01]}}
         environment: {{}}
         recorded: '2026-11-30T00:00:00Z'
 end: true
@@ -98,7 +105,9 @@ def test_a_schema_1_baseline_is_judged_as_one_round_and_an_update_writes_schema_
     project.module()
     project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
     device = next(
-        line.strip().rstrip(":") for line in project.baseline_file.read_text().splitlines() if line.startswith("    ")
+        line.strip().rstrip(":")
+        for line in project.baseline_file.read_text().splitlines()
+        if line.startswith("    ")
     )
     project.baseline_file.write_text(textwrap.dedent(SCHEMA_1.format(device=device)))
     result = project.run("--kernelperf", "--kernelperf-json=run.json", ms=1.0)

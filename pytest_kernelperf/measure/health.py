@@ -41,7 +41,9 @@ class Health:
 
     @property
     def throttled(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(self.start.throttle_reasons + self.end.throttle_reasons + self.kept_reasons))
+        return tuple(
+            dict.fromkeys(self.start.throttle_reasons + self.end.throttle_reasons + self.kept_reasons)
+        )
 
     @property
     def clock_drop(self) -> float | None:

@@ -98,7 +98,11 @@ def _comparison(comparison: Comparison | None) -> dict[str, Any] | None:
 def _throttling(throttling: Throttling | None) -> dict[str, Any] | None:
     if throttling is None:
         return None
-    return {"reasons": list(throttling.reasons), "clock_drop": throttling.clock_drop, "rounds": throttling.rounds}
+    return {
+        "reasons": list(throttling.reasons),
+        "clock_drop": throttling.clock_drop,
+        "rounds": throttling.rounds,
+    }
 
 
 def _metric_record(record: MetricRecord | None) -> dict[str, Any] | None:

@@ -16,7 +16,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_kernelperf import __version__
-from pytest_kernelperf.baselines import BaselineEntry, BaselineStore, EntryKey, FileUpdate, MetricRecord, file_for
+from pytest_kernelperf.baselines import (
+    BaselineEntry,
+    BaselineStore,
+    EntryKey,
+    FileUpdate,
+    MetricRecord,
+    file_for,
+)
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.roofline import Peak
 from pytest_kernelperf.results.result import BenchResult

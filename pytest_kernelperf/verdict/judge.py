@@ -164,14 +164,21 @@ def judge(
 ) -> Comparison:
     """The verdict on `current` against `baseline` (see the module docstring for the model)."""
     planned = max(1, planned_judgements)
-    settings = {"threshold": threshold, "alpha": alpha, "planned_judgements": planned}
     if baseline is None:
-        return Comparison(Verdict.NEW, reason=f"no {baseline_name} for this device and cache mode", **settings)
+        return Comparison(
+            Verdict.NEW,
+            reason=f"no {baseline_name} for this device and cache mode",
+            threshold=threshold,
+            alpha=alpha,
+            planned_judgements=planned,
+        )
     if baseline.method != current.method:
         return Comparison(
             Verdict.INCOMPARABLE,
             reason=f"{baseline_name} measured with {baseline.method}, this run with {current.method}",
-            **settings,
+            threshold=threshold,
+            alpha=alpha,
+            planned_judgements=planned,
         )
     test = round_test(current.rounds_ms, baseline.rounds_ms, device, current.method, alpha / planned, prior)
     notes = []
@@ -204,7 +211,9 @@ def judge(
         detectable=max(test.detectable, threshold),
         rounds=len(current.rounds_ms),
         baseline_rounds=len(baseline.rounds_ms),
-        **settings,
+        threshold=threshold,
+        alpha=alpha,
+        planned_judgements=planned,
     )
 
 
@@ -293,9 +302,7 @@ def paired_test(
     df = base_prior.df + own_df
     variance = (base_prior.df * 2 * base_prior.sd**2 + own_squares) / df
     se = math.sqrt(variance / len(diffs))
-    source = (
-        f"{len(diffs)} paired rounds, shrunk toward {base_prior.source}" if own_df else base_prior.source
-    )
+    source = f"{len(diffs)} paired rounds, shrunk toward {base_prior.source}" if own_df else base_prior.source
     test = _t_test(mean - math.log(limit), se, df, level, math.sqrt(variance / 2), source)
     # _t_test saw the difference from the limit; report the ratio itself.
     return RoundTest(

@@ -11,6 +11,7 @@ some, else a built-in value by size class. Pure module: no torch, no pytest.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -101,7 +102,7 @@ def midmean(values: Sequence[float]) -> float:
 def resolution(values: Iterable[float]) -> float | None:
     """The smallest positive step between distinct values (the timer's tick as seen), or None."""
     distinct = sorted({round(v, 9) for v in values})
-    steps = [b - a for a, b in zip(distinct, distinct[1:], strict=False) if b - a > 1e-9]
+    steps = [b - a for a, b in itertools.pairwise(distinct) if b - a > 1e-9]
     return min(steps) if steps else None
 
 
@@ -169,4 +170,3 @@ class NoisePrior:
             BUILTIN_PRIOR_DF,
             f"built-in prior for {size.label} kernels",
         )
-

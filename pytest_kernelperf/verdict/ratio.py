@@ -43,8 +43,8 @@ class RatioCheck:
             return self.reason
         ci = f" (CI {self.ratio_ci[0]:.4f}-{self.ratio_ci[1]:.4f})" if self.ratio_ci else ""
         text = (
-            f"paired {len(self.reference_rounds_ms)} rounds: ratio {self.ratio:.4f}{ci}, p={self.p_value:.2g} "
-            f"that it exceeds {self.max_ratio:g}, against level {self.level:.2g}; "
+            f"paired {len(self.reference_rounds_ms)} rounds: ratio {self.ratio:.4f}{ci}, "
+            f"p={self.p_value:.2g} that it exceeds {self.max_ratio:g}, against level {self.level:.2g}; "
             f"round noise SD {self.noise_sd or 0:.2%} ({self.noise_source})"
         )
         return f"{text}; {self.reason}" if self.reason else text
@@ -102,7 +102,11 @@ def check_ratio(
     test = paired_test(rounds_ms, reference_rounds_ms, device, method, max_ratio, level, prior)
     exceeded = test.ratio > max_ratio and test.p_slower < level
     reason = (
-        "" if exceeded else "within max_ratio" if test.ratio <= max_ratio else "beyond max_ratio, not significant"
+        ""
+        if exceeded
+        else "within max_ratio"
+        if test.ratio <= max_ratio
+        else "beyond max_ratio, not significant"
     )
     return RatioCheck(
         ratio=test.ratio,
