@@ -54,7 +54,7 @@ def elements(size: str, slowdown: float) -> int:
     return round(SIZES[size] * (1 + slowdown) / 16) * 16
 
 
-def measure(size: str, slowdown: float) -> Any:
+def measure(size: str, slowdown: float, *, record: bool = False) -> Any:
     import torch
 
     from example_kernels.gelu import triton_gelu
@@ -71,7 +71,9 @@ def measure(size: str, slowdown: float) -> Any:
     else:
         x = torch.randn(elements(size, slowdown), device="cuda")
         call = lambda: triton_gelu(x)  # noqa: E731
-    return AutoTimer().measure(Target(call, fingerprint("cuda")), Settings().plan()).device_time
+    # A baseline gets the recording rounds, a comparison the comparing rounds, as in a pytest run.
+    settings = Settings(timing=True, update=record)
+    return AutoTimer().measure(Target(call, fingerprint("cuda")), settings.plan()).device_time
 
 
 def calibrate() -> dict[float, int]:
@@ -133,7 +135,7 @@ def child_baseline(store: Path, small_by_work: bool) -> None:
     # this process in another state (its allocations, for one), which skewed the small kernel's
     # baseline by 1.3% in earlier runs.
     for size in SIZES:
-        metric = measure(size, 0.0)
+        metric = measure(size, 0.0, record=True)
         samples[size] = rounded(metric.samples_ms)
         key = baselines.EntryKey(f"gelu_{size}", "gpu", "hot")
         entries[key] = baselines.as_stored(
