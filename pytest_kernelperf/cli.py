@@ -22,7 +22,7 @@ from typing import TextIO
 from pytest_kernelperf.results import render, runfile, saved_runs
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.settings import DEFAULTS
-from pytest_kernelperf.verdict.judge import Verdict, parse_threshold
+from pytest_kernelperf.verdict.judge import Verdict, parse_fraction, parse_threshold
 
 ANSI = {"bad": "\x1b[31;1m", "good": "\x1b[32m", "warn": "\x1b[33m", "bold": "\x1b[1m"}
 RESET = "\x1b[0m"
@@ -39,6 +39,13 @@ def _fraction(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _probability(text: str) -> float:
+    try:
+        return parse_fraction(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(
         prog="python -m pytest_kernelperf",
@@ -50,7 +57,8 @@ def parser() -> argparse.ArgumentParser:
         "compare",
         help="verdicts of NEW against OLD (A/B across branches); exit 1 on a regression",
         description="Judge NEW's measurements against OLD's with the statistics of a pytest run "
-        "(ratio of medians beyond the threshold and a one-sided Mann-Whitney U test at alpha). "
+        "(t test on log round locations at alpha / m, m the results OLD has a baseline for, and the "
+        "ratio beyond the threshold). "
         "Exit status 1 when a result is slower.",
     )
     cmp.add_argument("old", type=Path, metavar="OLD.json", help="the run to compare against (the baseline)")
@@ -58,9 +66,11 @@ def parser() -> argparse.ArgumentParser:
     cmp.add_argument(
         "--threshold",
         type=_fraction,
-        help="relative change that counts, e.g. 0.05 or 5%% (default: what each NEW result was judged with)",
+        help="practical floor, e.g. 0.005 or 0.5%% (default: what each NEW result was judged with)",
     )
-    cmp.add_argument("--alpha", type=_fraction, help="significance level (default: as for --threshold)")
+    cmp.add_argument(
+        "--alpha", type=_probability, help="false-alarm rate of the run (default: as for --threshold)"
+    )
     cmp.add_argument("--json", type=Path, metavar="PATH", help="also write the judged run as JSON")
     cmp.add_argument("--markdown", type=Path, metavar="PATH", help="also write a markdown summary")
     cmp.add_argument("--plot", type=Path, metavar="DIR", help="also write PNG plots (needs matplotlib)")

@@ -23,14 +23,23 @@ from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.ids import check_name, entry_test_id, split_nodeid
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.roofline import tensor_bytes
-from pytest_kernelperf.measure.timing import Metric, Target, Timer, Timing, TimingError
+from pytest_kernelperf.measure.timing import (
+    Metric,
+    SamplingPlan,
+    Target,
+    Timer,
+    Timing,
+    TimingError,
+    merge_rounds,
+)
 from pytest_kernelperf.profiling.call_context import CallContext, CallRecord
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest, artifact_folder
 from pytest_kernelperf.profiling.explain import context_notes, regression_details
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict import stats
-from pytest_kernelperf.verdict.judge import Comparison, Verdict, compare_measured
+from pytest_kernelperf.verdict.judge import NOT_JUDGED, Rounds, Throttling, Verdict, judge
+from pytest_kernelperf.verdict.noise import NoisePrior
 from pytest_kernelperf.verdict.ratio import RatioCheck, check_ratio, ratio_message, validate_max_ratio
 
 UPDATE_HINT = "If the change is intended, record new baselines with `pytest --kernelperf-update-baselines`."
@@ -64,6 +73,11 @@ class Callbacks:
         if self.deferred is None:
             self.fail(message)
         self.deferred(message)
+
+    # The run's judgements: the prior for round noise per device (pooled from the baseline entries
+    # the run has read) and how many judgements the run plans on a device (Bonferroni's m).
+    noise_prior: Callable[[str], NoisePrior] = lambda device: NoisePrior()
+    planned_judgements: Callable[[str], int] = lambda device: 1
 
 
 class KernelBench:
@@ -327,8 +341,15 @@ class KernelBench:
             self._hooks.fail(f"kernel_bench cannot time {self.nodeid}: {unusable} (--kernelperf-timer)")
         if context is not None:
             context.pin(baseline.autotune if baseline else None)
+        target = Target(call, device, label=key.test, fn=fn)
+        plan = self.settings.plan(prefer)
+        reference: Timing | None = None
         try:
-            timing = timer.measure(Target(call, device, label=key.test, fn=fn), self.settings.plan(prefer))
+            if versus is None:
+                timing = timer.measure(target, plan)
+            else:
+                ref_target = Target(versus[1], device, label=f"{key.test}::reference", fn=versus[0])
+                timing, reference = _interleaved(timer, target, ref_target, plan)
         except TimingError as exc:
             self._hooks.fail(f"kernel_bench could not time {self.nodeid}: {exc}")
         record = context.finish() if context is not None else CallRecord()
@@ -336,7 +357,9 @@ class KernelBench:
             self._hooks.warn(f"{self.nodeid}: {note}")
         for note in timing.notes:
             self._hooks.warn(f"{self.nodeid}: {note}")
-        ratio = self._time_reference(versus, timing, device, key, timer) if versus else None
+        ratio = None
+        if versus is not None and reference is not None:
+            ratio = self._ratio_check(timing, reference, device, versus[2])
         result = self._judge(timing, baseline, device, name, path, nbytes, flops)
         profiled = self._profile(fn, call, device, name, result.verdict)
         entry = as_stored(self._entry(timing, device, profiled, record))
@@ -344,7 +367,7 @@ class KernelBench:
             result,
             bytes_inferred=bytes_inferred,
             ratio=ratio,
-            baseline_ci_ms=baseline.device_time.ci_ms if baseline else None,
+            baseline_ci_ms=baseline.device_time.round_range_ms if baseline else None,
             entry=entry,
             notes=notes + result.notes + record.notes + context_notes(baseline, entry),
         )
@@ -360,32 +383,21 @@ class KernelBench:
         self._enforce(result, baseline, path, _environment(timing, device), profiled)
         return result
 
-    def _time_reference(
-        self,
-        versus: tuple[Callable[..., Any], Callable[[], Any], float],
-        timing: Timing,
-        device: DeviceInfo,
-        key: EntryKey,
-        timer: Timer,
-    ) -> RatioCheck:
-        """Time the reference with the same timer and plan, preferring the method fn got."""
-        __tracebackhide__ = True
-        reference, call, limit = versus
-        measured = timing.device_time
-        target = Target(call, device, label=f"{key.test}::reference", fn=reference)
-        try:
-            ref = timer.measure(target, self.settings.plan(measured.method))
-        except TimingError as exc:
-            self._hooks.fail(f"kernel_bench could not time the reference of {self.nodeid}: {exc}")
+    def _ratio_check(self, timing: Timing, reference: Timing, device: DeviceInfo, limit: float) -> RatioCheck:
+        measured, ref = timing.device_time, reference.device_time
         check = check_ratio(
-            measured.samples_ms,
+            measured.round_locations_ms,
             measured.method,
-            ref.device_time.samples_ms,
-            ref.device_time.method,
+            ref.round_locations_ms,
+            ref.method,
             max_ratio=limit,
             alpha=self.settings.alpha,
+            reference_samples_ms=ref.samples_ms,
+            device=device.name,
+            planned_judgements=self._hooks.planned_judgements(device.name),
+            prior=self._hooks.noise_prior(device.name),
         )
-        if measured.method != ref.device_time.method:
+        if measured.method != ref.method:
             self._hooks.warn(f"{self.nodeid}: {check.reason}; max_ratio was not checked")
         return check
 
@@ -438,45 +450,53 @@ class KernelBench:
         nbytes: int | None,
         flops: int | None,
     ) -> BenchResult:
-        threshold, alpha = self.settings.threshold, self.settings.alpha
-        measured = timing.device_time
-        comparison = _compare_metric(measured, baseline.device_time if baseline else None, threshold, alpha)
-        host = timing.host_latency
-        host_base = baseline.host_latency if baseline else None
-        host_threshold = self.settings.host_threshold
-        host_comparison = (
-            _compare_metric(host, host_base, host_threshold, alpha) if host is not None else None
+        settings = self.settings
+        measured, host = timing.device_time, timing.host_latency
+        throttling = throttling_of(timing)
+        common = {
+            "device": device.name,
+            "alpha": settings.alpha,
+            "planned_judgements": self._hooks.planned_judgements(device.name),
+            "prior": self._hooks.noise_prior(device.name),
+        }
+        comparison = judge(
+            rounds_of(measured),
+            rounds_of(baseline.device_time) if baseline else None,
+            threshold=settings.threshold,
+            throttling=throttling,
+            **common,  # type: ignore[arg-type]
         )
-        verdict = comparison.verdict
+        host_base = baseline.host_latency if baseline else None
+        host_comparison = None
+        if host is not None:
+            host_comparison = judge(
+                rounds_of(host),
+                rounds_of(host_base) if host_base else None,
+                threshold=settings.host_threshold,
+                **common,  # type: ignore[arg-type]
+            )
         notes = list(timing.notes)
         if timing.health is not None:
             notes.append(timing.health.describe())
-            if timing.health.throttled:
-                verdict = Verdict.UNRELIABLE
-                comparison = Comparison(
-                    Verdict.UNRELIABLE,
-                    ratio=comparison.ratio,
-                    p_value=comparison.p_value,
-                    threshold=threshold,
-                    alpha=alpha,
-                    reason=f"GPU throttled during the measurement ({', '.join(timing.health.throttled)})",
-                )
-        summary = measured.summary
+        if timing.throttled_rounds:
+            notes.append(
+                f"{timing.throttled_rounds} throttled round(s) seen; re-measured where the budget allowed"
+            )
         return BenchResult(
             nodeid=self.nodeid,
             name=name,
             device=device.name,
-            verdict=verdict,
-            cache=self.settings.cache,
+            verdict=comparison.verdict,
+            cache=settings.cache,
             method=measured.method,
-            median_ms=summary.median_ms,
+            median_ms=measured.level_ms,
             samples_ms=measured.samples_ms,
-            ci_ms=(summary.ci_low_ms, summary.ci_high_ms),
-            baseline_ms=baseline.device_time.median_ms if baseline else None,
+            ci_ms=(min(measured.round_locations_ms), max(measured.round_locations_ms)),
+            baseline_ms=baseline.device_time.level_ms if baseline else None,
             comparison=comparison,
             host_method=host.method if host else None,
-            host_median_ms=host.summary.median_ms if host else None,
-            host_baseline_ms=host_base.median_ms if host_base else None,
+            host_median_ms=host.level_ms if host else None,
+            host_baseline_ms=host_base.level_ms if host_base else None,
             host_comparison=host_comparison,
             baseline_file=str(path),
             notes=tuple(notes),
@@ -484,6 +504,10 @@ class KernelBench:
             flops=flops,
             wall_s=timing.wall_s,
             device_index=device.index,
+            rounds_ms=measured.round_locations_ms,
+            resolution_ms=measured.resolution_ms,
+            throttled_rounds=timing.throttled_rounds,
+            throttling=throttling,
         )
 
     def _enforce(
@@ -505,17 +529,21 @@ class KernelBench:
             assert baseline is not None
             details = regression_details(baseline, environment, profiled, current=result.entry)
             self._hooks.defer(regression_message(result, baseline, path, details))
-        if result.verdict is Verdict.NEW and self.settings.strict:
-            self._hooks.defer(
-                f"no baseline for {result.label} on {result.device} ({self.settings.cache} cache) in {path} "
-                "and --kernelperf-strict is set; record one with `pytest --kernelperf-update-baselines`"
-            )
-        if result.host_comparison is not None and result.host_comparison.verdict is Verdict.SLOWER:
+        if result.verdict in NOT_JUDGED:
+            why = _not_judged(result, path, self.settings.cache)
+            if self.settings.strict:
+                self._hooks.defer(
+                    f"{why}, and --kernelperf-strict fails every verdict that is not a judgement"
+                )
+            if result.verdict is not Verdict.NEW:  # never silently: new is counted in the summary
+                self._hooks.warn(why)
+        host = result.host_comparison
+        if host is not None and host.verdict is Verdict.SLOWER:
             assert result.host_median_ms is not None and result.host_baseline_ms is not None
             self._hooks.warn(
                 f"{result.label}: host latency per call {result.host_median_ms:.4g} ms vs baseline "
-                f"{result.host_baseline_ms:.4g} ms ({result.host_change_pct:+.1f}%): the launch path "
-                "got slower (device time decides the verdict)"
+                f"{result.host_baseline_ms:.4g} ms ({result.host_change_pct:+.1f}%, p={host.p_value:.2g}): "
+                "the launch path got slower (device time decides the verdict)"
             )
 
     def _entry(
@@ -546,6 +574,48 @@ def _environment(timing: Timing, device: DeviceInfo) -> dict[str, str]:
     return environment
 
 
+def _interleaved(timer: Timer, fn: Target, reference: Target, plan: SamplingPlan) -> tuple[Timing, Timing]:
+    """fn and its reference in alternating single rounds (round i of fn, then round i of the
+    reference), so that drift over the measurement hits both alike; the reference prefers fn's method."""
+    fn_rounds: list[Timing] = []
+    ref_rounds: list[Timing] = []
+    for index in range(plan.rounds):
+        one = replace(plan, rounds=1, warm=index > 0)
+        fn_rounds.append(timer.measure(fn, one))
+        ref_plan = replace(one, prefer_method=fn_rounds[0].device_time.method)
+        ref_rounds.append(timer.measure(reference, ref_plan))
+    return merge_rounds(fn_rounds), merge_rounds(ref_rounds)
+
+
+def rounds_of(metric: Metric | MetricRecord) -> Rounds:
+    """What the judge sees of a measurement or a stored baseline: its method and round locations."""
+    if isinstance(metric, Metric):
+        return Rounds(metric.method, metric.round_locations_ms)
+    return Rounds.stored(metric.method, metric.rounds_ms, metric.median_ms)
+
+
+def throttling_of(timing: Timing) -> Throttling | None:
+    """Throttling in the rounds kept, or None when they all ran at full clock."""
+    health = timing.health
+    if health is None or not health.throttled:
+        return None
+    return Throttling(health.throttled, health.clock_drop, health.throttled_rounds)
+
+
+def _not_judged(result: BenchResult, path: Path, cache: str) -> str:
+    comparison = result.comparison
+    if result.verdict is Verdict.NEW:
+        return (
+            f"no baseline for {result.label} on {result.device} ({cache} cache) in {path}; record one with "
+            "`pytest --kernelperf-update-baselines`"
+        )
+    reason = comparison.reason if comparison else ""
+    if result.verdict is Verdict.UNRELIABLE:
+        change = f" {comparison.change_pct:+.1f}%" if comparison and comparison.change_pct is not None else ""
+        return f"UNRELIABLE: {result.label} on {result.device} not judged{change}: {reason}"
+    return f"{result.label} on {result.device} not compared ({result.verdict}): {reason}"
+
+
 def _bind(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Callable[[], Any]:
     return lambda: fn(*args, **kwargs)
 
@@ -565,25 +635,6 @@ def _device_of(args: Sequence[Any], kwargs: dict[str, Any], default: str) -> str
     return "cuda" if any(t.is_cuda for t in tensors) else "cpu"
 
 
-def _compare_metric(
-    measured: Metric | None, baseline: MetricRecord | None, threshold: float, alpha: float
-) -> Comparison:
-    # threshold and alpha ride along even without a verdict: a saved run's results say which
-    # settings were in effect, so `python -m pytest_kernelperf compare` can apply the same ones.
-    if measured is None or baseline is None:
-        return Comparison(
-            Verdict.NEW, threshold=threshold, alpha=alpha, reason="no baseline for this device and cache mode"
-        )
-    return compare_measured(
-        measured.method,
-        measured.samples_ms,
-        baseline.method,
-        baseline.quantiles_ms,
-        threshold=threshold,
-        alpha=alpha,
-    )
-
-
 def _record_of(metric: Metric) -> MetricRecord:
     summary = metric.summary
     return MetricRecord(
@@ -592,6 +643,8 @@ def _record_of(metric: Metric) -> MetricRecord:
         ci_ms=(summary.ci_low_ms, summary.ci_high_ms),
         n=summary.n,
         quantiles_ms=tuple(stats.compress(metric.samples_ms)),
+        rounds_ms=metric.round_locations_ms,
+        resolution_ms=metric.resolution_ms,
     )
 
 
@@ -599,17 +652,21 @@ def regression_message(
     result: BenchResult, baseline: BaselineEntry, path: Path, details: Sequence[str] = ()
 ) -> str:
     comparison = result.comparison
-    assert comparison is not None and result.median_ms is not None and result.ci_ms is not None
+    assert comparison is not None and result.median_ms is not None
     base = baseline.device_time
     threshold = comparison.threshold or 0.0
+    rounds = result.rounds_ms
+    spread = (
+        f"; this run's {len(rounds)} rounds {min(rounds):.4g}-{max(rounds):.4g} ms"
+        + (f", timer step {result.resolution_ms * 1e6:.3g} ns" if result.resolution_ms else "")
+        if rounds
+        else ""
+    )
     return (
         f"performance regression in {result.label} on {result.device}: "
-        f"median {result.median_ms:.4g} ms vs baseline {base.median_ms:.4g} ms "
-        f"({comparison.change_pct:+.1f}%, threshold {threshold * 100:g}%).\n"
-        f"  evidence: {comparison.evidence()}; "
-        f"95% CI of the median {result.ci_ms[0]:.4g}-{result.ci_ms[1]:.4g} ms "
-        f"over {len(result.samples_ms)} samples, baseline {base.ci_ms[0]:.4g}-{base.ci_ms[1]:.4g} ms "
-        f"over {base.n}.\n"
+        f"{result.median_ms:.4g} ms vs baseline {base.level_ms:.4g} ms "
+        f"({comparison.change_pct:+.1f}%, practical floor {threshold * 100:g}%).\n"
+        f"  evidence: {comparison.evidence()}{spread}.\n"
         f"  method: {result.method}, {result.cache} cache; baseline: {path} (recorded {baseline.recorded}).\n"
         + "".join(f"  {line}\n" for line in details)
         + f"  {UPDATE_HINT}"

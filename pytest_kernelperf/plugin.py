@@ -175,3 +175,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None]:
         listed = "\n\n".join(f"{number}. {text}" for number, text in enumerate(failures, start=1))
         pytest.fail(f"{len(failures)} kernel_bench failures in {item.nodeid}:\n\n{listed}", pytrace=False)
     return outcome
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # The tests that will run: their baseline entries set the run's number of judgements (alpha / m).
+    session.config.stash[SESSION].planned_tests = [item.nodeid for item in session.items]

@@ -17,7 +17,7 @@ from typing import Any
 from pytest_kernelperf.measure.timing import CACHE_MODES, METHODS, SamplingPlan
 from pytest_kernelperf.profiling.autotune import MODES as MODES_AUTOTUNE
 from pytest_kernelperf.profiling.compile_context import MODES as MODES_COMPILE
-from pytest_kernelperf.verdict.judge import parse_threshold
+from pytest_kernelperf.verdict.judge import parse_fraction, parse_threshold
 
 
 class SettingsError(ValueError):
@@ -60,6 +60,10 @@ def _seconds(value: Any) -> float:
 
 
 def _fraction(value: Any) -> float:
+    return parse_fraction(value)
+
+
+def _threshold(value: Any) -> float:
     return parse_threshold(value)
 
 
@@ -147,24 +151,26 @@ OPTIONS: tuple[Option, ...] = (
     Option("strict", False, "a missing baseline fails the test instead of passing as new", _bool, flag=True),
     Option(
         "threshold",
-        0.05,
-        "relative change that counts as slower or faster, as a fraction (0.05) or percentage (5%%)",
-        _fraction,
+        0.005,
+        "practical floor: a significant change must also exceed this to count as slower or faster, as "
+        "a fraction (0.005) or percentage (0.5%%); 2.0 fails only beyond 3x slower",
+        _threshold,
         marker=True,
     ),
     Option(
         "alpha",
         0.01,
-        "significance level of the one-sided Mann-Whitney U test that a change must also pass",
+        "false-alarm rate of the whole run: each of the m judgements planned is held to alpha/m (Bonferroni)",
         _fraction,
         marker=True,
     ),
     Option(
         "host_threshold",
         0.5,
-        "relative change of host latency per call (the launch path) that draws a warning. "
-        "Host latency varies more between processes than device time, so it warns and never fails",
-        _fraction,
+        "practical floor for host latency per call (the launch path): a significant change beyond it "
+        "draws a warning. Host latency varies more between processes than device time, "
+        "so it warns and never fails",
+        _threshold,
         marker=True,
     ),
     Option("baseline_dir", Path("baselines"), "folder of the YAML baselines, under the rootdir", _path),
@@ -193,17 +199,30 @@ OPTIONS: tuple[Option, ...] = (
         _choice(CACHE_MODES),
         marker=True,
     ),
-    Option("min_samples", 10, "fewest samples per measurement", _positive_int, marker=True),
-    Option("min_time", 0.02, "least seconds of sampling per measurement", _seconds, marker=True),
-    Option("max_time", 0.4, "time budget in seconds per measurement", _seconds, marker=True),
     Option(
-        "target_ci",
-        0.005,
-        "stop sampling once the median's 95%% confidence interval is this tight (relative)",
-        _fraction,
+        "rounds",
+        5,
+        "rounds per measurement when comparing, each its own warm-up and sampling window",
+        _positive_int,
         marker=True,
     ),
-    Option("warmup", 0.025, "least seconds of warm-up after the first call", _seconds, marker=True),
+    Option(
+        "baseline_rounds",
+        8,
+        "rounds per measurement when recording baselines (--kernelperf-update-baselines)",
+        _positive_int,
+        marker=True,
+    ),
+    Option("min_samples", 10, "fewest samples per round", _positive_int, marker=True),
+    Option("min_time", 0.01, "least seconds of sampling per round", _seconds, marker=True),
+    Option("max_time", 0.04, "most seconds of sampling per round", _seconds, marker=True),
+    Option(
+        "warmup",
+        0.025,
+        "least seconds of warm-up after the first call (later rounds warm up for 3 ms)",
+        _seconds,
+        marker=True,
+    ),
     Option(
         "profile_stack",
         False,
@@ -303,10 +322,11 @@ class Settings:
     artifacts: Path = DEFAULTS["artifacts"]
     timer: str = DEFAULTS["timer"]
     cache: str = DEFAULTS["cache"]
+    rounds: int = DEFAULTS["rounds"]
+    baseline_rounds: int = DEFAULTS["baseline_rounds"]
     min_samples: int = DEFAULTS["min_samples"]
     min_time: float = DEFAULTS["min_time"]
     max_time: float = DEFAULTS["max_time"]
-    target_ci: float = DEFAULTS["target_ci"]
     warmup: float = DEFAULTS["warmup"]
     profile_stack: bool = DEFAULTS["profile_stack"]
     compile_context: str = DEFAULTS["compile_context"]
@@ -330,8 +350,8 @@ class Settings:
             min_samples=self.min_samples,
             min_time_s=self.min_time,
             max_time_s=max(self.max_time, self.min_time),
-            target_ci=self.target_ci,
             warmup_s=self.warmup,
+            rounds=self.baseline_rounds if self.update else self.rounds,
             cache=self.cache,
             prefer_method=prefer_method,
         )

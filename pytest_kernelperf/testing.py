@@ -8,13 +8,19 @@ In a conftest.py::
     def pytest_kernelperf_make_timer(config, settings, device):
         return ScriptedTimer()
 
-Then each timed function states its own time: ``kernel.fake_ms = 1.0``. Samples are that time
-with a small seeded jitter, the same on every run, so verdicts are reproducible.
+Then each timed function states its own time: ``kernel.fake_ms = 1.0``. A measurement is the
+plan's rounds; each round draws its own level, ``fake_ms * exp(N(0, round_sd))``, and its samples are
+that level with a small jitter, mirrored in pairs so that a round's midmean is its level. Every
+draw is seeded (by the label, KERNELPERF_SCRIPTED_SEED, the
+timer's `seed` and how many measurements of that label it has made), so verdicts are the same on
+every run, while repeated measurements in one process draw afresh, as on a GPU.
+``kernel.fake_throttle = ("software power cap",)`` makes every round report that throttling.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import zlib
@@ -22,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_kernelperf.measure import health as health_mod
 from pytest_kernelperf.measure.timing import Metric, SamplingPlan, Target, Timing
 from pytest_kernelperf.profiling import inventory
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
@@ -31,22 +38,58 @@ SEED_VARIABLE = "KERNELPERF_SCRIPTED_SEED"
 
 
 class ScriptedTimer:
+    """Samples from a stated time: round levels drawn with relative SD `round_sd`, samples with
+    relative `jitter` around their round's level."""
+
     method = "scripted"
 
-    def __init__(self, samples: int = 50, jitter: float = 0.005) -> None:
+    def __init__(
+        self, samples: int = 50, jitter: float = 0.005, round_sd: float = 0.0, seed: int = 0
+    ) -> None:
         self.samples = samples
         self.jitter = jitter
+        self.round_sd = round_sd
+        self.seed = seed
+        self._measured: dict[str, int] = {}
 
     def measure(self, target: Target, plan: SamplingPlan) -> Timing:
         target.call()  # a kernel that raises must still raise under the fake timer
         fake_ms = getattr(target.fn, "fake_ms", None)
         if fake_ms is None:
             raise AttributeError(f"ScriptedTimer needs {target.fn!r} to have a fake_ms attribute")
-        seed = zlib.crc32(f"{target.label}:{os.environ.get(SEED_VARIABLE, '0')}".encode())
-        rng = random.Random(seed)
-        count = max(self.samples, plan.min_samples)
-        samples = tuple(float(fake_ms) * (1 + rng.gauss(0, self.jitter)) for _ in range(count))
-        return Timing(device_time=Metric(self.method, samples))
+        count = self._measured.get(target.label, 0)
+        self._measured[target.label] = count + 1
+        rng = random.Random(
+            zlib.crc32(f"{target.label}:{os.environ.get(SEED_VARIABLE, '0')}:{self.seed}:{count}".encode())
+        )
+        rounds = [
+            self.round_samples(float(fake_ms), rng, max(self.samples, plan.min_samples))
+            for _ in range(plan.rounds)
+        ]
+        health = _throttled(getattr(target.fn, "fake_throttle", None), plan.rounds)
+        return Timing(
+            device_time=Metric.of_rounds(self.method, rounds),
+            health=health,
+            # As a real timer would: every round and each of its re-measurements throttled.
+            throttled_rounds=2 * plan.rounds if health else 0,
+        )
+
+    def round_samples(self, fake_ms: float, rng: random.Random, count: int) -> list[float]:
+        """Jitter in mirrored pairs around the round's level, so that the round's midmean is its
+        level: with round_sd 0, a kernel stated 4x slower measures exactly 4x."""
+        level = fake_ms * math.exp(rng.gauss(0, self.round_sd)) if self.round_sd else fake_ms
+        out = [level] if count % 2 else []
+        for _ in range(count // 2):
+            jitter = rng.gauss(0, self.jitter)
+            out += [level * (1 + jitter), level * (1 - jitter)]
+        return out
+
+
+def _throttled(reasons: Sequence[str] | None, rounds: int) -> health_mod.Health | None:
+    if not reasons:
+        return None
+    reading = health_mod.HealthReading(sm_clock_mhz=1980, temperature_c=60, throttle_reasons=tuple(reasons))
+    return health_mod.Health(reading, reading, throttled_rounds=rounds)
 
 
 class FakeProfiler:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import fcntl
-import itertools
 import json
 import os
 import statistics
@@ -55,7 +54,7 @@ def elements(size: str, slowdown: float) -> int:
     return round(SIZES[size] * (1 + slowdown) / 16) * 16
 
 
-def measure(size: str, slowdown: float) -> Any:
+def measure(size: str, slowdown: float, *, record: bool = False) -> Any:
     import torch
 
     from example_kernels.gelu import triton_gelu
@@ -72,7 +71,9 @@ def measure(size: str, slowdown: float) -> Any:
     else:
         x = torch.randn(elements(size, slowdown), device="cuda")
         call = lambda: triton_gelu(x)  # noqa: E731
-    return AutoTimer().measure(Target(call, fingerprint("cuda")), Settings().plan()).device_time
+    # A baseline gets the recording rounds, a comparison the comparing rounds, as in a pytest run.
+    settings = Settings(compare=not record, update=record)
+    return AutoTimer().measure(Target(call, fingerprint("cuda")), settings.plan()).device_time
 
 
 def calibrate() -> dict[float, int]:
@@ -134,7 +135,7 @@ def child_baseline(store: Path, small_by_work: bool) -> None:
     # this process in another state (its allocations, for one), which skewed the small kernel's
     # baseline by 1.3% in earlier runs.
     for size in SIZES:
-        metric = measure(size, 0.0)
+        metric = measure(size, 0.0, record=True)
         samples[size] = rounded(metric.samples_ms)
         key = schema.EntryKey(f"gelu_{size}", "gpu", "hot")
         entries[key] = schema.as_stored(
@@ -155,7 +156,7 @@ def rounded(samples_ms: Any) -> list[float]:
 
 def child_compare(store: Path, result: Path) -> None:
     from pytest_kernelperf.baselines import schema, yaml_io
-    from pytest_kernelperf.verdict.judge import compare
+    from pytest_kernelperf.verdict.judge import Rounds, judge
 
     stored = yaml_io.read(store)
     calibration = store.with_suffix(".work.json")
@@ -171,8 +172,10 @@ def child_compare(store: Path, result: Path) -> None:
             metric = measure(size, slowdown)
             median = metric.summary.median_ms
             unchanged = median if slowdown == 0 else unchanged
+            now = Rounds(metric.method, metric.round_locations_ms)
+            then = Rounds.stored(base.method, base.rounds_ms, base.median_ms)
             verdicts = {
-                str(t): str(compare(metric.samples_ms, base.quantiles_ms, threshold=t, alpha=0.01).verdict)
+                str(t): str(judge(now, then, device="gpu", threshold=t, alpha=0.01).verdict)
                 for t in THRESHOLDS
             }
             rows.append(
@@ -184,6 +187,7 @@ def child_compare(store: Path, result: Path) -> None:
                     "real_slowdown": median / unchanged - 1 if unchanged else 0.0,
                     "verdicts": verdicts,
                     "samples_ms": rounded(metric.samples_ms),
+                    "rounds_ms": rounded(metric.round_locations_ms),
                 }
             )
     lock.close()
@@ -302,40 +306,28 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
 
 
 def every_baseline(rows: list[dict[str, Any]]) -> str:
-    """Each comparison judged against every other process's unchanged kernel as its baseline.
+    """Each comparison judged against every other process's unchanged kernel as its baseline, by
+    the package's own re-judging (pytest_kernelperf.verdict.resample); rows without rounds (data
+    recorded before rounds) count their samples as one round."""
+    from pytest_kernelperf.verdict.resample import Measurement
+    from pytest_kernelperf.verdict.resample import every_baseline as judge_every_baseline
 
-    One baseline process is one draw of the process-to-process variation (at 2^20 elements the
-    median moves by a tick or two of CUPTI's 32 ns clock between processes); N processes give
-    N*(N-1) baseline/comparison pairs from the same samples, each judged as kernel_bench would.
-    """
-    from pytest_kernelperf.verdict import stats
-    from pytest_kernelperf.verdict.judge import compare
-
-    by_key = {(r["process"], r["size"], r["variant"]): r for r in rows}
-    processes = sorted({r["process"] for r in rows})
-    stored = {
-        (p, size): stats.compress(by_key[(p, size, "A/A")]["samples_ms"]) for p in processes for size in SIZES
-    }
+    measurements = [Measurement.from_row(row) for row in rows]
+    real: dict[tuple[str, str], list[float]] = {}
+    for row in rows:
+        real.setdefault((row["size"], row["variant"]), []).append(row["real_slowdown"])
     lines = [
         "| size | variant | real slowdown (median) | 'slower' at 3% threshold | at 5% |",
         "|---|---|---|---|---|",
     ]
-    for size, count in SIZES.items():
-        for variant in SLOWDOWNS:
-            slower = dict.fromkeys(THRESHOLDS, 0)
-            pairs = 0
-            for current, base in itertools.permutations(processes, 2):
-                samples = by_key[(current, size, variant)]["samples_ms"]
-                pairs += 1
-                for t in THRESHOLDS:
-                    verdict = compare(samples, stored[(base, size)], threshold=t, alpha=0.01).verdict
-                    slower[t] += str(verdict) == "slower"
-            real = statistics.median(by_key[(p, size, variant)]["real_slowdown"] for p in processes) * 100
-            lines.append(
-                f"| {size} (2^{count.bit_length() - 1}) | {variant} | {real:+.2f}% | "
-                + " | ".join(f"{slower[t]}/{pairs} ({slower[t] / pairs:.1%})" for t in THRESHOLDS)
-                + " |"
-            )
+    for tally in judge_every_baseline(measurements, THRESHOLDS):
+        count = SIZES[tally.kernel]
+        slowdown = statistics.median(real[(tally.kernel, tally.variant)]) * 100
+        lines.append(
+            f"| {tally.kernel} (2^{count.bit_length() - 1}) | {tally.variant} | {slowdown:+.2f}% | "
+            + " | ".join(f"{tally.slower[t]}/{tally.pairs} ({tally.rate(t):.1%})" for t in THRESHOLDS)
+            + " |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -69,8 +69,9 @@ def test_compare_a_run_with_itself_passes_and_options_apply(project: Project) ->
     old, new = two_runs(project)
     code, text = cli("compare", str(new), str(new), "--color=no")
     assert code == 0 and "kernelperf: 6 same" in text
-    # A 90% threshold: the 2x faster kernel is "same", the 4x slower one still a regression.
-    code, text = cli("compare", str(old), str(new), "--color=no", "--threshold=90%")
+    # A 150% threshold: the 2x faster kernel is "same" (faster needs below 1/2.5), the 4x slower one
+    # still a regression.
+    code, text = cli("compare", str(old), str(new), "--color=no", "--threshold=150%")
     assert code == 1 and "kernelperf: 4 same, 1 slower, 1 new" in text
     # Colour on request.
     code, text = cli("compare", str(old), str(new), "--color=yes")
@@ -170,7 +171,8 @@ def test_update_baselines_from_json_equals_the_in_run_update(project: Project) -
         "--baseline-dir",
         str(project.pytester.path / "baselines"),
     )
-    assert code == 0 and "test_kernels.yaml: 0 added, 0 changed, 2 unchanged, 4 kept" in text
+    # A comparing run measures fewer rounds than an update: its entries differ from the update's.
+    assert code == 0 and "test_kernels.yaml: 0 added, 2 changed, 0 unchanged, 4 kept" in text
     project.run("--kernelperf").assert_outcomes(passed=5)  # the baselines still judge a run
 
 
@@ -197,8 +199,11 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
         main(["compare", "only-one.json"])
     assert exit_info.value.code == 2
     with pytest.raises(SystemExit):
-        main(["compare", "a.json", "b.json", "--threshold", "150%"])
-    assert "a threshold must lie strictly between 0 and 1" in capsys.readouterr().err
+        main(["compare", "a.json", "b.json", "--threshold=-5%"])
+    assert "got '-5%'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["compare", "a.json", "b.json", "--alpha=2"])
+    assert "must lie strictly between 0 and 1" in capsys.readouterr().err
     assert cli("compare", "missing-old.json", "missing-new.json")[0] == 2
     assert "missing-old.json: no such file" in capsys.readouterr().err
 

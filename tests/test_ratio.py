@@ -38,14 +38,14 @@ def test_a_slow_kernel_fails_on_its_ratio_without_any_baseline(project: Project)
     result.stdout.fnmatch_lines(
         [
             "*ratio to reference exceeded in test_kernels.py::test_ratio on Test CPU: "
-            "median 2.00* ms is 2.00x the reference's 1.00* ms (max_ratio 1.1).",
-            "*evidence: one-sided Mann-Whitney U that fn/1.1 is slower than the reference: p=* (alpha=0.01); "
-            "reference 95% CI *-* ms over 50 samples; both timed in this run with scripted.",
+            "2 ms is 2.00x the reference's 1 ms (max_ratio 1.1).",
+            "*evidence: paired 5 rounds: ratio 2.0* (CI *-*), p=* that it exceeds 1.1, against level 0.01; "
+            "round noise SD *; both timed in this run with scripted, rounds interleaved.",
             "*Speed up the kernel, or raise max_ratio=*",
         ]
     )
     # The ratio is in the table (no baseline: verdict new) and in the JSON.
-    result.stdout.fnmatch_lines(["*Method*Time (ms)*Ref (ms)*Ratio*Verdict", "*2.00*1.00*2.00x > 1.1*new"])
+    result.stdout.fnmatch_lines(["*Method*Time (ms)*Ref (ms)*Ratio*Verdict", "*2 *1 *2.00x > 1.1*new"])
     result.stdout.fnmatch_lines(["kernelperf: 1 new, 1 over max_ratio"])
     assert not (project.pytester.path / "baselines").exists()
     data = json.loads((project.pytester.path / "run.json").read_text())
@@ -103,19 +103,27 @@ def test_max_ratio_needs_a_reference(project: Project) -> None:
     result.stdout.fnmatch_lines(["*max_ratio=1.1 needs reference=, the function to time fn against*"])
 
 
-def test_check_ratio_needs_size_and_evidence() -> None:
-    ref = tuple(1.0 + 0.001 * i for i in range(20))
+def test_check_ratio_is_a_paired_round_test_that_needs_size_and_evidence() -> None:
+    ref = (0.130, 0.1302, 0.1299, 0.1301, 0.1300)
     slow = tuple(2 * v for v in ref)
-    assert check_ratio(slow, "m", ref, "m", max_ratio=1.1, alpha=0.01).exceeded
+    check = check_ratio(slow, "m", ref, "m", max_ratio=1.1, alpha=0.01, device="GPU")
+    assert check.exceeded and check.ratio == pytest.approx(2.0)
+    assert check.ratio_ci is not None and check.ratio_ci[0] < 2.0 < check.ratio_ci[1]
     within = check_ratio(ref, "m", ref, "m", max_ratio=1.1, alpha=0.01)
-    assert not within.exceeded and within.p_value is None and within.reason == "within max_ratio"
-    # Just past the limit but heavily overlapping: not significant, so not a failure.
-    noisy_ref = tuple(1.0 + 0.05 * (i % 10) for i in range(20))
-    edge = tuple(1.11 * v for v in reversed(noisy_ref))
+    assert not within.exceeded and within.reason == "within max_ratio"
+    # Just past the limit but with rounds that disagree: not significant, so not a failure.
+    noisy_ref = (0.13, 0.16, 0.11, 0.14, 0.12)
+    edge = (0.15, 0.13, 0.16, 0.12, 0.18)
     result = check_ratio(edge, "m", noisy_ref, "m", max_ratio=1.1, alpha=0.01)
     assert result.ratio > 1.1 and not result.exceeded and result.reason == "beyond max_ratio, not significant"
     other = check_ratio(slow, "cupti", ref, "cuda-event", max_ratio=1.1, alpha=0.01)
     assert not other.exceeded and other.reason.startswith("not compared")
+
+
+def test_the_level_of_a_ratio_check_is_alpha_over_the_planned_judgements() -> None:
+    ref = (0.130, 0.1302, 0.1299)
+    check = check_ratio(ref, "m", ref, "m", max_ratio=1.1, alpha=0.01, planned_judgements=10)
+    assert check.level == pytest.approx(0.001)
 
 
 def test_validate_max_ratio_accepts_positive_numbers() -> None:

@@ -118,10 +118,13 @@ def test_json_matches_the_documented_schema_and_reads_back(project: Project) -> 
     by_id = {r["test_id"]: r for r in data["results"]}
     slower = by_id["test_param[b]"]
     assert slower["verdict"] == "slower"
-    assert slower["comparison"]["p_value"] < 0.01 and slower["comparison"]["threshold"] == 0.05
+    assert slower["comparison"]["p_value"] < 0.01 and slower["comparison"]["threshold"] == 0.005
+    assert slower["comparison"]["level"] == pytest.approx(0.01 / slower["comparison"]["planned_judgements"])
+    assert len(slower["device_time"]["rounds_ms"]) == slower["comparison"]["rounds"] == 5
+    assert len(slower["baseline_entry"]["device_time"]["rounds_ms"]) == 5
     assert slower["baseline"]["file"].endswith("test_kernels.yaml")
     assert slower["baseline"]["median_ms"] == pytest.approx(1.0, rel=0.01)
-    assert len(slower["device_time"]["samples_ms"]) == slower["device_time"]["n"] == 50
+    assert len(slower["device_time"]["samples_ms"]) == slower["device_time"]["n"] == 5 * 50
     assert slower["throughput"] == {
         "bytes": 8 << 20,
         "bytes_inferred": True,

@@ -16,7 +16,7 @@ def settings(cli: dict[str, object] | None = None, ini: dict[str, object] | None
 
 def test_defaults_and_folders_under_the_rootdir() -> None:
     result = resolve({}, {}, rootdir=ROOT)
-    assert result.threshold == 0.05 and result.alpha == 0.01 and result.timer == "auto"
+    assert result.threshold == 0.005 and result.alpha == 0.01 and result.timer == "auto"
     assert result.baseline_dir == ROOT / "baselines" and result.artifacts == ROOT / ".kernelperf"
     assert not result.timing
 
@@ -132,8 +132,27 @@ def test_marker_rejects_unknown_and_non_marker_keys() -> None:
         base.with_marker({"treshold": 0.1}, where="@pytest.mark.kernelperf on t")
     with pytest.raises(SettingsError, match="unknown argument 'baseline_dir'"):
         base.with_marker({"baseline_dir": "x"}, where="m")
-    with pytest.raises(SettingsError, match="m: threshold: a threshold must lie"):
-        base.with_marker({"threshold": 2}, where="m")
+    with pytest.raises(SettingsError, match="m: threshold: a threshold must be 0 or more"):
+        base.with_marker({"threshold": -2}, where="m")
+    with pytest.raises(SettingsError, match="m: alpha: must lie strictly between 0 and 1"):
+        base.with_marker({"alpha": 2}, where="m")
+
+
+def test_threshold_accepts_changes_of_100_percent_and_more() -> None:
+    base = resolve({"compare": True}, {}, rootdir=ROOT)
+    assert base.with_marker({"threshold": 2}, where="m").threshold == 2.0  # fails beyond 3x slower
+    assert resolve({"compare": True, "threshold": "150%"}, {}, rootdir=ROOT).threshold == 1.5
+
+
+def test_rounds_when_comparing_and_when_recording() -> None:
+    compare = resolve({"compare": True}, {"rounds": "4"}, rootdir=ROOT)
+    assert compare.plan().rounds == 4
+    update = resolve({"update": True}, {"baseline_rounds": "9"}, rootdir=ROOT)
+    assert update.plan().rounds == 9
+    assert resolve({"update": True}, {}, rootdir=ROOT).plan().rounds == 8
+    with pytest.raises(SettingsError, match=r"kernelperf_rounds in pytest\.ini: expected at least 1"):
+        resolve({"compare": True}, {"rounds": "0"}, rootdir=ROOT, ini_file="pytest.ini")
+    assert compare.with_marker({"rounds": 7}, where="m").plan().rounds == 7
 
 
 def test_every_option_has_help() -> None:

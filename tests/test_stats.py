@@ -30,7 +30,7 @@ def test_median_ci_narrows_with_more_samples() -> None:
     rng = random.Random(2)
     small = stats.summarize([rng.gauss(1, 0.01) for _ in range(20)])
     large = stats.summarize([rng.gauss(1, 0.01) for _ in range(2000)])
-    assert large.ci_rel < small.ci_rel
+    assert large.ci_high_ms - large.ci_low_ms < small.ci_high_ms - small.ci_low_ms
 
 
 def test_compress_keeps_the_distribution() -> None:
@@ -40,17 +40,6 @@ def test_compress_keeps_the_distribution() -> None:
     assert kept == sorted(kept)
     assert stats.quantile(kept, 0.5) == pytest.approx(499.5, rel=0.01)
     assert stats.compress([3.0, 1.0]) == [1.0, 3.0]  # fewer than the count: all of them
-
-
-def test_mann_whitney_one_sided() -> None:
-    rng = random.Random(3)
-    base = [rng.gauss(1.0, 0.01) for _ in range(50)]
-    slower = [rng.gauss(1.1, 0.01) for _ in range(50)]
-    assert stats.p_greater(slower, base) < 1e-6
-    assert stats.p_greater(base, slower) > 0.99
-    assert stats.p_less(base, slower) < 1e-6
-    assert stats.p_greater([1.0, 1.0], [1.0, 1.0]) == 1.0
-    assert stats.p_greater([1.0], base) == 1.0
 
 
 def test_no_samples_is_an_error() -> None:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 
+from pytest_kernelperf.measure import health, timing
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.timing import SamplingPlan, Target, TimingError, collect, make_timer, warm_up
 
@@ -20,34 +19,46 @@ class FakeClock:
         return self.now
 
 
-def test_collect_stops_when_the_median_is_pinned_down(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("pytest_kernelperf.measure.timing.time.perf_counter", FakeClock(0.001))
-    samples = collect(
-        lambda: [1.0, 1.0001, 0.9999], SamplingPlan(min_samples=10, min_time_s=0.0, max_time_s=100)
-    )
-    assert 10 <= len(samples) <= 15  # tight samples: stops at the first check past the minimum
+def test_a_round_stops_once_it_has_min_samples_and_min_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No early stop on the round's own precision: tight samples run to min_time like noisy ones.
+    clock = FakeClock(0.001)
+    monkeypatch.setattr("pytest_kernelperf.measure.timing.time.perf_counter", clock)
+    plan = SamplingPlan(min_samples=10, min_time_s=0.05, max_time_s=100)
+    samples = collect(lambda: [1.0, 1.0001, 0.9999], plan)
+    assert len(samples) >= 10 and 0.05 <= clock.now <= 0.06
 
 
-def test_collect_stops_at_the_time_budget_when_noisy(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_round_stops_at_its_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = FakeClock(0.01)
     monkeypatch.setattr("pytest_kernelperf.measure.timing.time.perf_counter", clock)
-    values = itertools.cycle([1.0, 3.0, 0.5, 2.0])
-    plan = SamplingPlan(min_samples=5, min_time_s=0.0, max_time_s=1.0, target_ci=1e-6)
-    samples = collect(lambda: [next(values)], plan)
+    plan = SamplingPlan(min_samples=10_000, min_time_s=0.0, max_time_s=1.0)
+    samples = collect(lambda: [1.0], plan)
     assert clock.now >= 1.0 and len(samples) < 200
 
 
-def test_collect_never_stops_before_min_samples(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        "pytest_kernelperf.measure.timing.time.perf_counter", FakeClock(10.0)
-    )  # every batch blows the budget
+def test_a_round_stops_at_its_budget_even_before_min_samples(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every batch blows the budget: a slow kernel's round is bounded by max_time.
+    monkeypatch.setattr("pytest_kernelperf.measure.timing.time.perf_counter", FakeClock(10.0))
     samples = collect(lambda: [1.0], SamplingPlan(min_samples=7, max_time_s=0.1))
-    assert len(samples) == 7
+    assert len(samples) == 1
+
+
+def test_rounds_get_their_own_warm_up_and_locations() -> None:
+    calls = []
+    cpu = DeviceInfo(kind="cpu", name="test CPU")
+    plan = SamplingPlan(
+        min_samples=5, min_time_s=0.0, max_time_s=0.01, warmup_s=0.0, round_warmup_s=0.0, rounds=3
+    )
+    result = make_timer("wall-clock", cpu).measure(Target(lambda: calls.append(1), cpu), plan)
+    metric = result.device_time
+    assert len(metric.rounds_ms) == 3 and len(metric.samples_ms) >= 15
+    assert len(calls) >= 3 * (5 + 4)  # every round warms up: a first call and three settling calls
+    assert metric.level_ms > 0 and result.throttled_rounds == 0
 
 
 def test_warm_up_runs_past_a_slow_first_call() -> None:
     calls = []
-    warm_up(lambda: calls.append(1), lambda: None, SamplingPlan(warmup_s=0.0))
+    warm_up(lambda: calls.append(1), lambda: None, 0.0)
     assert len(calls) >= 4  # the first call, then at least three settling calls
 
 
@@ -55,7 +66,8 @@ def test_wall_clock_timer_counts_and_names_its_method() -> None:
     calls = []
     cpu = DeviceInfo(kind="cpu", name="test CPU")
     result = make_timer("auto", cpu).measure(
-        Target(lambda: calls.append(1), cpu), SamplingPlan(min_samples=12, max_time_s=0.05, warmup_s=0.0)
+        Target(lambda: calls.append(1), cpu),
+        SamplingPlan(min_samples=12, max_time_s=0.05, warmup_s=0.0, rounds=1),
     )
     assert result.device_time.method == "wall-clock"
     assert len(result.device_time.samples_ms) >= 12
@@ -66,3 +78,41 @@ def test_wall_clock_timer_counts_and_names_its_method() -> None:
 def test_cuda_timers_refuse_a_cpu_device() -> None:
     with pytest.raises(TimingError, match="needs a CUDA device"):
         make_timer("cupti", DeviceInfo(kind="cpu", name="test CPU"))
+
+
+def reading(*reasons: str, clock: int = 1980) -> health.HealthReading:
+    return health.HealthReading(sm_clock_mhz=clock, temperature_c=60, throttle_reasons=reasons)
+
+
+def test_a_throttled_round_is_measured_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Round attempts 0 and 2 run throttled (NVML read before and after each attempt).
+    script = iter(
+        [
+            reading("software power cap"),
+            reading(),
+            reading(),
+            reading(),
+            reading("software power cap", clock=1700),
+        ]
+        + [reading()] * 20
+    )
+    monkeypatch.setattr(health, "read", lambda index: next(script))
+    monkeypatch.setattr("pytest_kernelperf.measure.timing.time.sleep", lambda seconds: None)
+    attempts: list[int] = []
+
+    def one_round(index: int) -> timing.RoundSamples:
+        attempts.append(index)
+        return timing.RoundSamples([float(index)])
+
+    kept, seen, throttled = timing.run_rounds(SamplingPlan(rounds=3), 0, one_round)
+    assert attempts == [0, 1, 2, 3, 4] and [r.device_ms for r in kept] == [[1.0], [3.0], [4.0]]
+    assert throttled == 2
+    assert seen is not None and seen.throttled == () and seen.throttled_rounds == 0
+
+
+def test_throttled_rounds_are_kept_once_the_extra_budget_is_spent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(health, "read", lambda index: reading("hardware slowdown", clock=1500))
+    monkeypatch.setattr("pytest_kernelperf.measure.timing.time.sleep", lambda seconds: None)
+    kept, seen, throttled = timing.run_rounds(SamplingPlan(rounds=2), 0, lambda i: timing.RoundSamples([1.0]))
+    assert len(kept) == 2 and throttled == 4  # two rounds, then two re-measurements: the bound is R extra
+    assert seen is not None and seen.throttled == ("hardware slowdown",) and seen.throttled_rounds == 2

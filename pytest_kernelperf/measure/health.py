@@ -1,7 +1,8 @@
 """GPU health around a measurement, read through NVML (nvidia-ml-py, optional).
 
-A kernel timed while the GPU throttles is not slower code; such a measurement gets the verdict
-"unreliable" with the reason instead of "slower".
+Read around every round: a round the GPU throttled in is measured again (measure/timing.py), and a
+measurement that keeps throttled rounds gets the verdict "unreliable" unless throttling cannot explain
+the change (verdict/judge.py).
 """
 
 from __future__ import annotations
@@ -30,19 +31,48 @@ class HealthReading:
 
 @dataclass(frozen=True)
 class Health:
+    """Readings before the first and after the last round kept; throttling seen in any kept round."""
+
     start: HealthReading
     end: HealthReading
+    kept_reasons: tuple[str, ...] = ()  # throttle reasons of kept rounds between start and end
+    throttled_rounds: int = 0  # kept rounds with a throttle reason
+    lowest_clock_mhz: int | None = None
 
     @property
     def throttled(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(self.start.throttle_reasons + self.end.throttle_reasons))
+        return tuple(
+            dict.fromkeys(self.start.throttle_reasons + self.end.throttle_reasons + self.kept_reasons)
+        )
+
+    @property
+    def clock_drop(self) -> float | None:
+        """How far the SM clock fell below the highest reading, as a fraction (None: no drop seen)."""
+        clocks = [self.start.sm_clock_mhz, self.end.sm_clock_mhz]
+        if self.lowest_clock_mhz is not None:
+            clocks.append(self.lowest_clock_mhz)
+        top = max(clocks)
+        return (top - min(clocks)) / top if top > 0 and min(clocks) < top else None
 
     def describe(self) -> str:
         return (
             f"SM clock {self.start.sm_clock_mhz}->{self.end.sm_clock_mhz} MHz, "
             f"{self.start.temperature_c}->{self.end.temperature_c} C"
+            + (f", lowest {self.lowest_clock_mhz} MHz" if self.clock_drop else "")
             + (f", throttled: {', '.join(self.throttled)}" if self.throttled else "")
         )
+
+
+def combine(rounds: list[Health]) -> Health:
+    """The health of a measurement from the readings around each of its rounds."""
+    throttled = [h for h in rounds if h.throttled]
+    return Health(
+        start=rounds[0].start,
+        end=rounds[-1].end,
+        kept_reasons=tuple(dict.fromkeys(r for h in throttled for r in h.throttled)),
+        throttled_rounds=sum(h.throttled_rounds or 1 for h in throttled),
+        lowest_clock_mhz=min(min(h.start.sm_clock_mhz, h.end.sm_clock_mhz) for h in rounds),
+    )
 
 
 def read(index: int | None) -> HealthReading | None:

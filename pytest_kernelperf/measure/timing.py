@@ -1,7 +1,8 @@
-"""Timer backends, warm-up and the adaptive sampling loop.
+"""Timer backends, warm-up and rounds of sampling.
 
-Every backend answers one question, "how long does one call take?", as a list of samples in
-milliseconds, and names its method; a baseline is only compared with a measurement of the same
+Every backend answers one question, "how long does one call take?", as rounds of samples in
+milliseconds (each round its own warm-up and sampling window, summarised by its midmean), and names
+its method; a baseline is only compared with a measurement of the same
 method. torch is imported inside functions so that loading the plugin never imports it.
 
 Methods:
@@ -23,13 +24,13 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_kernelperf.measure import health as health_mod
 from pytest_kernelperf.measure.device import DeviceInfo
-from pytest_kernelperf.verdict import stats
+from pytest_kernelperf.verdict import noise, stats
 
 if TYPE_CHECKING:
     import torch
@@ -40,10 +41,12 @@ CACHE_MODES = ("hot", "cold")
 # A graph replay long enough that event resolution (~0.5 us) and replay launch stop mattering.
 _GRAPH_REPLAY_S = 2e-3
 _MAX_GRAPH_CALLS = 256
-# Aim for a convergence check about this often while sampling.
-_BATCH_S = 0.01
-# The share of the time budget that auto spends on host latency; the rest goes to device time.
+# Batches of about this long between checks of the round's time budget.
+_BATCH_S = 0.005
+# The share of each round that auto spends on host latency; the rest goes to device time.
 _HOST_SHARE = 0.25
+# Pause before re-measuring a throttled round: long enough for a power-cap excursion to pass.
+_THROTTLE_PAUSE_S = 0.05
 
 
 class TimingError(RuntimeError):
@@ -52,30 +55,60 @@ class TimingError(RuntimeError):
 
 @dataclass(frozen=True)
 class SamplingPlan:
-    """When to stop sampling: the median's confidence interval within `target_ci` (relative), or the
-    time budget spent; never before `min_samples` samples and `min_time_s` seconds."""
+    """A measurement is `rounds` rounds; each round warms up, then samples until it has at least
+    `min_samples` samples and `min_time_s` seconds, for at most `max_time_s` seconds.
+
+    The first round warms up for `warmup_s` (it pays compilation and autotuning); later rounds only
+    for `round_warmup_s`, enough to start a fresh sampling window on a warm kernel. There is no
+    early stop on the round's own precision: the noise that decides a verdict is the level a round
+    lands on, which more samples in the same round do not average away.
+    """
 
     min_samples: int = 10
-    min_time_s: float = 0.02
-    max_time_s: float = 0.4
-    target_ci: float = 0.005
+    min_time_s: float = 0.01
+    max_time_s: float = 0.04
     warmup_s: float = 0.025
+    round_warmup_s: float = 0.003
+    rounds: int = 5
     cache: str = "hot"
     max_samples: int = 100_000
     prefer_method: str | None = None  # the baseline's method, so that auto stays comparable
+    warm: bool = False  # first-call costs already paid (e.g. interleaved rounds): short warm-up only
 
     def scaled(self, share: float) -> SamplingPlan:
-        from dataclasses import replace
-
         return replace(self, min_time_s=self.min_time_s * share, max_time_s=self.max_time_s * share)
+
+    def warm_up_s(self, round_index: int) -> float:
+        return self.round_warmup_s if self.warm or round_index > 0 else self.warmup_s
 
 
 @dataclass(frozen=True)
 class Metric:
-    """Samples of one quantity, measured one way."""
+    """Samples of one quantity, measured one way, in rounds."""
 
     method: str
-    samples_ms: tuple[float, ...]
+    samples_ms: tuple[float, ...]  # every round's samples, in order
+    rounds_ms: tuple[float, ...] = ()  # per-round location (midmean); empty: one round of all samples
+    resolution_ms: float | None = None  # the smallest step between distinct samples (timer tick)
+
+    @classmethod
+    def of_rounds(cls, method: str, rounds: Sequence[Sequence[float]]) -> Metric:
+        samples = tuple(v for one in rounds for v in one)
+        return cls(
+            method,
+            samples,
+            tuple(noise.midmean(one) for one in rounds),
+            noise.resolution(samples),
+        )
+
+    @property
+    def round_locations_ms(self) -> tuple[float, ...]:
+        return self.rounds_ms or (noise.midmean(self.samples_ms),)
+
+    @property
+    def level_ms(self) -> float:
+        """The figure judged: the geometric mean of the round locations."""
+        return noise.geometric_mean(self.round_locations_ms)
 
     @cached_property
     def summary(self) -> stats.Summary:
@@ -89,6 +122,36 @@ class Timing:
     notes: tuple[str, ...] = ()
     health: health_mod.Health | None = None
     wall_s: float = 0.0
+    throttled_rounds: int = 0  # rounds NVML called throttled (re-measured where the budget allowed)
+
+
+def merge_rounds(timings: Sequence[Timing]) -> Timing:
+    """One measurement from single-round measurements (interleaved rounds of two kernels)."""
+    first = timings[0]
+
+    def merged(metrics: Sequence[Metric | None]) -> Metric | None:
+        present = [m for m in metrics if m is not None]
+        if not present or len(present) != len(metrics):
+            return None
+        steps = [m.resolution_ms for m in present if m.resolution_ms is not None]
+        return Metric(
+            present[0].method,
+            tuple(v for m in present for v in m.samples_ms),
+            tuple(r for m in present for r in m.round_locations_ms),
+            min(steps) if steps else None,
+        )
+
+    device = merged([t.device_time for t in timings])
+    assert device is not None
+    healths = [t.health for t in timings if t.health is not None]
+    return Timing(
+        device_time=device,
+        host_latency=merged([t.host_latency for t in timings]),
+        notes=tuple(dict.fromkeys(n for t in timings for n in t.notes)),
+        health=health_mod.combine(healths) if healths else first.health,
+        wall_s=sum(t.wall_s for t in timings),
+        throttled_rounds=sum(t.throttled_rounds for t in timings),
+    )
 
 
 @dataclass(frozen=True)
@@ -106,27 +169,53 @@ class Timer(Protocol):
 
 
 def collect(batch: Callable[[], Sequence[float]], plan: SamplingPlan) -> list[float]:
-    """Draw batches of samples until the median is pinned down or the budget is spent."""
+    """Draw batches of samples for one round: at least min_samples and min_time, at most max_time."""
     samples: list[float] = []
     start = time.perf_counter()
-    next_check = plan.min_samples
     while True:
         samples.extend(batch())
         elapsed = time.perf_counter() - start
-        if len(samples) >= plan.max_samples:
+        if len(samples) >= plan.max_samples or elapsed >= plan.max_time_s:
             break
-        if len(samples) < plan.min_samples or elapsed < plan.min_time_s:
-            continue
-        if elapsed >= plan.max_time_s:
+        if len(samples) >= plan.min_samples and elapsed >= plan.min_time_s:
             break
-        if len(samples) >= next_check:
-            if stats.summarize(samples).ci_rel <= plan.target_ci:
-                break
-            next_check = int(len(samples) * 1.25) + 1  # summaries cost; check geometrically
     return samples
 
 
-def warm_up(call: Callable[[], object], sync: Callable[[], None], plan: SamplingPlan) -> float:
+@dataclass(frozen=True)
+class RoundSamples:
+    device_ms: list[float]
+    host_ms: list[float] | None = None
+
+
+def run_rounds(
+    plan: SamplingPlan, device_index: int | None, one_round: Callable[[int], RoundSamples]
+) -> tuple[list[RoundSamples], health_mod.Health | None, int]:
+    """`plan.rounds` rounds, NVML read around each. A throttled round is discarded and measured
+    again after a pause, at most `plan.rounds` times in all; past that, throttled rounds are kept
+    and the health says so. Returns the rounds kept, their health and the throttled-round count."""
+    kept: list[RoundSamples] = []
+    readings: list[health_mod.Health] = []
+    throttled = 0
+    attempt = 0
+    while len(kept) < plan.rounds:
+        start = health_mod.read(device_index)
+        samples = one_round(attempt)
+        end = health_mod.read(device_index)
+        attempt += 1
+        reading = health_mod.Health(start, end) if start and end else None
+        if reading is not None and reading.throttled:
+            throttled += 1
+            if throttled <= plan.rounds:
+                time.sleep(_THROTTLE_PAUSE_S)
+                continue
+        kept.append(samples)
+        if reading is not None:
+            readings.append(reading)
+    return kept, health_mod.combine(readings) if readings else None, throttled
+
+
+def warm_up(call: Callable[[], object], sync: Callable[[], None], warmup_s: float) -> float:
     """Run until first-call costs (compilation, autotuning, module loading) are gone.
 
     Returns the settled host time of one call in seconds, used to size batches. The first call
@@ -144,8 +233,8 @@ def warm_up(call: Callable[[], object], sync: Callable[[], None], plan: Sampling
         sync()
         times.append(time.perf_counter() - t0)
         elapsed = time.perf_counter() - start
-        settled = times[-1] <= 1.5 * min(times) or elapsed >= 20 * plan.warmup_s
-        if len(times) >= 3 and elapsed >= plan.warmup_s and settled:
+        settled = times[-1] <= 1.5 * min(times) or elapsed >= 20 * warmup_s
+        if len(times) >= 3 and elapsed >= warmup_s and settled:
             break
     return stats.quantile(sorted(times[-3:]), 0.5)
 
@@ -163,9 +252,13 @@ class WallClockTimer:
     def measure(self, target: Target, plan: SamplingPlan) -> Timing:
         sync = _synchronizer(target.device)
         began = time.perf_counter()
-        per_call = warm_up(target.call, sync, plan)
-        samples = collect(lambda: _wall_batch(target.call, sync, _batch_size(per_call)), plan)
-        metric = Metric(self.method, tuple(samples))
+
+        def one_round(index: int) -> RoundSamples:
+            per_call = warm_up(target.call, sync, plan.warm_up_s(index))
+            return RoundSamples(collect(lambda: _wall_batch(target.call, sync, _batch_size(per_call)), plan))
+
+        kept, _, _ = run_rounds(plan, None, one_round)
+        metric = Metric.of_rounds(self.method, [r.device_ms for r in kept])
         return Timing(device_time=metric, wall_s=time.perf_counter() - began)
 
 
@@ -215,21 +308,47 @@ def _flusher(target: Target, plan: SamplingPlan) -> Callable[[], None] | None:
     return L2Flush(target.device.index)
 
 
-class CudaEventTimer:
-    """Host latency per call: events around each call, then a synchronize, like a waiting caller."""
+Batch = Callable[[], list[float]]
 
-    method = "cuda-event"
+
+class _CudaTimer:
+    """A CUDA timer: rounds of warm-up and sampling, with NVML read around each round. Subclasses
+    say how to sample (`sampler`: set up once, e.g. a graph capture, then called per batch)."""
+
+    method = ""
+
+    def sampler(self, target: Target, plan: SamplingPlan, per_call_s: float) -> Batch:
+        raise NotImplementedError
 
     def measure(self, target: Target, plan: SamplingPlan) -> Timing:
         import torch
 
         began = time.perf_counter()
-        per_call = warm_up(target.call, torch.cuda.synchronize, plan)
-        with _no_recompile():
-            samples = self.sample(target, plan, per_call)
-        return Timing(Metric(self.method, tuple(samples)), wall_s=time.perf_counter() - began)
+        batch: Batch | None = None
 
-    def sample(self, target: Target, plan: SamplingPlan, per_call_s: float) -> list[float]:
+        def one_round(index: int) -> RoundSamples:
+            nonlocal batch
+            per_call = warm_up(target.call, torch.cuda.synchronize, plan.warm_up_s(index))
+            if batch is None:
+                batch = self.sampler(target, plan, per_call)
+            return RoundSamples(collect(batch, plan))
+
+        with _no_recompile():
+            kept, health, throttled = run_rounds(plan, target.device.index, one_round)
+        return Timing(
+            Metric.of_rounds(self.method, [r.device_ms for r in kept]),
+            health=health,
+            wall_s=time.perf_counter() - began,
+            throttled_rounds=throttled,
+        )
+
+
+class CudaEventTimer(_CudaTimer):
+    """Host latency per call: events around each call, then a synchronize, like a waiting caller."""
+
+    method = "cuda-event"
+
+    def sampler(self, target: Target, plan: SamplingPlan, per_call_s: float) -> Batch:
         import torch
 
         flush = _flusher(target, plan)
@@ -248,24 +367,15 @@ class CudaEventTimer:
                 torch.cuda.synchronize()
             return [start.elapsed_time(end) for start, end in pairs]
 
-        return collect(batch, plan)
+        return batch
 
 
-class CudaGraphTimer:
+class CudaGraphTimer(_CudaTimer):
     """Device time with the launch cost amortised: replays of a graph of K back-to-back calls."""
 
     method = "cuda-graph"
 
-    def measure(self, target: Target, plan: SamplingPlan) -> Timing:
-        import torch
-
-        began = time.perf_counter()
-        per_call = warm_up(target.call, torch.cuda.synchronize, plan)
-        with _no_recompile():
-            samples = self.sample(target, plan, per_call)
-        return Timing(Metric(self.method, tuple(samples)), wall_s=time.perf_counter() - began)
-
-    def sample(self, target: Target, plan: SamplingPlan, per_call_s: float) -> list[float]:
+    def sampler(self, target: Target, plan: SamplingPlan, per_call_s: float) -> Batch:
         import torch
 
         flush = _flusher(target, plan)
@@ -289,7 +399,7 @@ class CudaGraphTimer:
                 out.append(start.elapsed_time(end) / calls)
             return out
 
-        return collect(batch, plan)
+        return batch
 
 
 def capture_graph(call: Callable[[], object], calls: int) -> torch.cuda.CUDAGraph:
@@ -332,7 +442,7 @@ def _reset_generators_after_failed_capture() -> None:
     torch.cuda.synchronize()
 
 
-class CuptiTimer:
+class CuptiTimer(_CudaTimer):
     """The device's own kernel durations, through torch.profiler's CUPTI records.
 
     Each call's sample is the sum of the durations of the device activities (kernels, memcpy,
@@ -342,16 +452,7 @@ class CuptiTimer:
 
     method = "cupti"
 
-    def measure(self, target: Target, plan: SamplingPlan) -> Timing:
-        import torch
-
-        began = time.perf_counter()
-        per_call = warm_up(target.call, torch.cuda.synchronize, plan)
-        with _no_recompile():
-            samples = self.sample(target, plan, per_call)
-        return Timing(Metric(self.method, tuple(samples)), wall_s=time.perf_counter() - began)
-
-    def sample(self, target: Target, plan: SamplingPlan, per_call_s: float) -> list[float]:
+    def sampler(self, target: Target, plan: SamplingPlan, per_call_s: float) -> Batch:
         flush = _flusher(target, plan)
         per_call_events = len(profile_device_activity(target.call, 1))
         if per_call_events == 0:
@@ -359,7 +460,9 @@ class CuptiTimer:
                 "the profiler recorded no device activity (CUPTI blocked or unavailable, "
                 "or the call launched no GPU work)"
             )
-        calls = _batch_size(per_call_s, cap=500)
+        # One profiler session per batch costs milliseconds: make batches long enough to fill most
+        # of a round, so that a round is one or two sessions.
+        calls = max(plan.min_samples, min(500, int(plan.min_time_s / max(per_call_s, 1e-7))))
 
         def batch() -> list[float]:
             durations = profile_device_activity(target.call, calls, flush)
@@ -372,7 +475,7 @@ class CuptiTimer:
             skip = 1 if flush is not None else 0  # the flush's own fill kernel leads each call
             return [sum(durations[i * stride + skip : (i + 1) * stride]) / 1e3 for i in range(calls)]
 
-        return collect(batch, plan)
+        return batch
 
 
 @contextmanager
@@ -432,29 +535,46 @@ class AutoTimer:
         import torch
 
         began = time.perf_counter()
-        start_health = health_mod.read(target.device.index)
-        per_call = warm_up(target.call, torch.cuda.synchronize, plan)
         notes: list[str] = []
+        host_plan, device_plan = plan.scaled(_HOST_SHARE), plan.scaled(1 - _HOST_SHARE)
+        host_batch: Batch | None = None
+        device: tuple[str, Batch] | None = None
+
+        def one_round(index: int) -> RoundSamples:
+            nonlocal host_batch, device
+            per_call = warm_up(target.call, torch.cuda.synchronize, plan.warm_up_s(index))
+            if host_batch is None:
+                host_batch = CudaEventTimer().sampler(target, host_plan, per_call)
+            host = collect(host_batch, host_plan)
+            if device is None:
+                device, samples = self._first_device_round(target, device_plan, per_call, notes)
+                return RoundSamples(samples, host)
+            return RoundSamples(collect(device[1], device_plan), host)
+
         with _no_recompile():
-            host = CudaEventTimer().sample(target, plan.scaled(_HOST_SHARE), per_call)
-            device_plan = plan.scaled(1 - _HOST_SHARE)
-            device: Metric | None = None
-            for backend in _device_backends(plan.prefer_method):
-                try:
-                    device = Metric(backend.method, tuple(backend.sample(target, device_plan, per_call)))
-                    break
-                except TimingError as exc:
-                    notes.append(f"{backend.method} unavailable ({exc}); fell back")
-        end_health = health_mod.read(target.device.index)
-        assert device is not None  # cuda-event, last in line, raises nothing of its own
-        reading = health_mod.Health(start_health, end_health) if start_health and end_health else None
+            kept, health, throttled = run_rounds(plan, target.device.index, one_round)
+        assert device is not None
         return Timing(
-            device_time=device,
-            host_latency=Metric(CudaEventTimer.method, tuple(host)),
+            device_time=Metric.of_rounds(device[0], [r.device_ms for r in kept]),
+            host_latency=Metric.of_rounds(CudaEventTimer.method, [r.host_ms or [] for r in kept]),
             notes=tuple(notes),
-            health=reading,
+            health=health,
             wall_s=time.perf_counter() - began,
+            throttled_rounds=throttled,
         )
+
+    @staticmethod
+    def _first_device_round(
+        target: Target, plan: SamplingPlan, per_call_s: float, notes: list[str]
+    ) -> tuple[tuple[str, Batch], list[float]]:
+        """The first backend that can sample here, and its first round's samples."""
+        for backend in _device_backends(plan.prefer_method):
+            try:
+                batch = backend.sampler(target, plan, per_call_s)
+                return (backend.method, batch), collect(batch, plan)
+            except TimingError as exc:
+                notes.append(f"{backend.method} unavailable ({exc}); fell back")
+        raise AssertionError("cuda-event, last in line, raises nothing of its own")
 
 
 _DeviceBackend = CuptiTimer | CudaGraphTimer | CudaEventTimer

@@ -9,12 +9,15 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate
+from pytest_kernelperf.baselines.yaml_io import BaselineError
+from pytest_kernelperf.ids import split_nodeid
 from pytest_kernelperf.kernel_bench import Callbacks, KernelBench, no_guard
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.timing import Timer
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.settings import Settings
+from pytest_kernelperf.verdict.noise import NoisePrior
 
 
 class KernelperfWarning(UserWarning):
@@ -44,6 +47,8 @@ class KernelperfSession:
         self._device_cache: dict[str, DeviceInfo] = {}
         self._guard = guard  # per test id: wraps each kernel_bench call (see faults.py)
         self._deferred: dict[str, list[str]] = {}  # per test id: failures reported at its end
+        self.planned_tests: list[str] = []  # node ids this run will execute (set after collection)
+        self._baseline_sets: dict[str, tuple[NoisePrior, int]] = {}
 
     def bench(self, nodeid: str, marker_kwargs: dict[str, Any] | None, device: str) -> KernelBench:
         settings = self.settings
@@ -58,6 +63,8 @@ class KernelperfSession:
             profile=self._profile,
             guard=self._guard(nodeid) if self._guard else lambda fn, name: no_guard(),
             deferred=self._deferred.setdefault(nodeid, []).append,
+            noise_prior=lambda device: self.baseline_set(device)[0],
+            planned_judgements=lambda device: self.baseline_set(device)[1],
         )
         return KernelBench(nodeid=nodeid, settings=settings, store=self.store, hooks=hooks, device=device)
 
@@ -65,6 +72,32 @@ class KernelperfSession:
         """The failures kernel_bench deferred to the end of this test (each measured row is shown
         before the test fails), forgotten once taken."""
         return self._deferred.pop(nodeid, [])
+
+    def baseline_set(self, device: str) -> tuple[NoisePrior, int]:
+        """For one device: the round noise pooled from the baseline entries of this run's test
+        modules, and how many of those entries this run's tests will be judged against (the m of
+        alpha / m; at least 1). Read once per device, on the first judgement."""
+        if device not in self._baseline_sets:
+            prior, planned = NoisePrior(), 0
+            tests: dict[str, set[str]] = {}
+            for nodeid in self.planned_tests:
+                module, test = split_nodeid(nodeid)
+                tests.setdefault(module, set()).add(test)
+            for module, ids in tests.items():
+                try:
+                    entries = self.store.entries(self.store.path_for(module))
+                except BaselineError:
+                    continue  # the tests of that file fail with its error
+                for key, entry in entries.items():
+                    if key.device != device:
+                        continue
+                    for record in (entry.device_time, entry.host_latency):
+                        if record is not None and record.rounds_ms:
+                            prior.add(device, record.method, record.rounds_ms)
+                    if key.test in ids or key.test.rpartition("::")[0] in ids:
+                        planned += 1
+            self._baseline_sets[device] = (prior, max(1, planned))
+        return self._baseline_sets[device]
 
     def _cached_device_info(self, kind: str) -> DeviceInfo:
         if kind not in self._device_cache:

@@ -110,7 +110,7 @@ class Cell:
 COLUMNS = (
     "Method",
     "Time (ms)",
-    "95% CI",
+    "Rounds",
     "Baseline",
     "Change",
     "Ref (ms)",
@@ -158,7 +158,7 @@ def row_cells(label: str, result: BenchResult, peaks: Mapping[str, Peak]) -> dic
     return {
         "Method": Cell(label),
         "Time (ms)": Cell(_ms(result.median_ms)),
-        "95% CI": Cell(f"{result.ci_ms[0]:.4g}-{result.ci_ms[1]:.4g}" if result.ci_ms else ""),
+        "Rounds": Cell(f"{result.ci_ms[0]:.4g}-{result.ci_ms[1]:.4g}" if result.ci_ms else ""),
         "Baseline": Cell(_ms(result.baseline_ms) if result.baseline_ms is not None else ""),
         "Change": Cell(change_text(result.change_pct), style),
         "Ref (ms)": Cell(_ms(result.ratio.reference_median_ms) if result.ratio else ""),

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pytest_kernelperf.baselines.schema import BaselineEntry
 from pytest_kernelperf.ids import entry_test_id, split_nodeid
 from pytest_kernelperf.profiling.compile_context import CompileContext
-from pytest_kernelperf.verdict.judge import Comparison, Verdict
+from pytest_kernelperf.verdict.judge import Comparison, Throttling, Verdict
 from pytest_kernelperf.verdict.ratio import RatioCheck
 
 
@@ -15,7 +15,9 @@ from pytest_kernelperf.verdict.ratio import RatioCheck
 class BenchResult:
     """One timed (or only checked) call. Times are per call, in milliseconds.
 
-    `median_ms`, `samples_ms`, `baseline_ms` and `verdict` are about device time; the `host_*`
+    `median_ms`, `samples_ms`, `baseline_ms` and `verdict` are about device time; `median_ms` and
+    `baseline_ms` are the figures judged (the geometric mean of the per-round midmeans, or a schema-1
+    baseline's median), `ci_ms` the range of this run's round locations; the `host_*`
     fields about host latency per call (launch path included), measured separately on CUDA so that a
     slower launch path is seen apart from a slower kernel.
     """
@@ -49,6 +51,12 @@ class BenchResult:
     ratio: RatioCheck | None = None
     baseline_ci_ms: tuple[float, float] | None = None
     entry: BaselineEntry | None = None
+    # Rounds: per-round locations of device time, the timer's step, throttled rounds seen (and
+    # re-measured where the budget allowed), and the throttling in the rounds kept.
+    rounds_ms: tuple[float, ...] = ()
+    resolution_ms: float | None = None
+    throttled_rounds: int = 0
+    throttling: Throttling | None = None
 
     @property
     def label(self) -> str:

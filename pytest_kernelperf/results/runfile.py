@@ -31,7 +31,7 @@ from pytest_kernelperf.baselines.schema import (
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.roofline import Peak, figures
 from pytest_kernelperf.results.result import BenchResult
-from pytest_kernelperf.verdict.judge import TEST_NAME, Comparison, Verdict
+from pytest_kernelperf.verdict.judge import MODEL, Comparison, Throttling, Verdict
 from pytest_kernelperf.verdict.ratio import RatioCheck
 
 SCHEMA = "pytest-kernelperf-run"
@@ -88,8 +88,27 @@ def _comparison(comparison: Comparison | None) -> dict[str, Any] | None:
         "p_value": _num(comparison.p_value),
         "threshold": comparison.threshold,
         "alpha": comparison.alpha,
-        "test": TEST_NAME,  # derived
+        "test": MODEL,  # derived
         "reason": comparison.reason,
+        "ratio_ci": list(comparison.ratio_ci) if comparison.ratio_ci else None,
+        "level": comparison.level,
+        "planned_judgements": comparison.planned_judgements,
+        "noise_sd": comparison.noise_sd,
+        "noise_source": comparison.noise_source,
+        "detectable": comparison.detectable,
+        "rounds": comparison.rounds,
+        "baseline_rounds": comparison.baseline_rounds,
+        "evidence": comparison.evidence(),  # derived
+    }
+
+
+def _throttling(throttling: Throttling | None) -> dict[str, Any] | None:
+    if throttling is None:
+        return None
+    return {
+        "reasons": list(throttling.reasons),
+        "clock_drop": throttling.clock_drop,
+        "rounds": throttling.rounds,
     }
 
 
@@ -118,6 +137,11 @@ def _ratio(check: RatioCheck | None) -> dict[str, Any] | None:
         "alpha": check.alpha,
         "exceeded": check.exceeded,
         "reason": check.reason,
+        "rounds_ms": list(check.reference_rounds_ms),
+        "ratio_ci": list(check.ratio_ci) if check.ratio_ci else None,
+        "level": check.level,
+        "noise_sd": check.noise_sd,
+        "noise_source": check.noise_source,
     }
 
 
@@ -145,6 +169,10 @@ def result_to_dict(result: BenchResult, peak: Peak | None = None) -> dict[str, A
             "ci_ms": list(result.ci_ms) if result.ci_ms else None,
             "n": len(result.samples_ms),  # derived
             "samples_ms": list(result.samples_ms),
+            "rounds_ms": list(result.rounds_ms),
+            "resolution_ms": result.resolution_ms,
+            "throttled_rounds": result.throttled_rounds,
+            "throttling": _throttling(result.throttling),
         }
         if timed
         else None,
@@ -354,6 +382,24 @@ def _comparison_from(reader: _Reader | None) -> Comparison | None:
         threshold=reader.number("threshold", optional=True),
         alpha=reader.number("alpha", optional=True),
         reason=reader.text("reason", optional=True) or "",
+        ratio_ci=reader.pair("ratio_ci", optional=True),
+        level=reader.number("level", optional=True),
+        planned_judgements=reader.whole("planned_judgements", optional=True),
+        noise_sd=reader.number("noise_sd", optional=True),
+        noise_source=reader.text("noise_source", optional=True) or "",
+        detectable=reader.number("detectable", optional=True),
+        rounds=reader.whole("rounds", optional=True),
+        baseline_rounds=reader.whole("baseline_rounds", optional=True),
+    )
+
+
+def _throttling_from(reader: _Reader | None) -> Throttling | None:
+    if reader is None:
+        return None
+    return Throttling(
+        reasons=reader.texts("reasons"),
+        clock_drop=reader.number("clock_drop", optional=True),
+        rounds=reader.whole("rounds", optional=True) or 0,
     )
 
 
@@ -387,6 +433,11 @@ def _ratio_from(reader: _Reader | None) -> RatioCheck | None:
         alpha=reader.req_number("alpha"),
         exceeded=reader.flag("exceeded"),
         reason=reader.text("reason", optional=True) or "",
+        reference_rounds_ms=reader.numbers("rounds_ms", optional=True) or (),
+        ratio_ci=reader.pair("ratio_ci", optional=True),
+        level=reader.number("level", optional=True),
+        noise_sd=reader.number("noise_sd", optional=True),
+        noise_source=reader.text("noise_source", optional=True) or "",
     )
 
 
@@ -433,6 +484,10 @@ def result_from_dict(data: Any, source: str = "<json>", where: str = "result") -
         baseline_ci_ms=baseline.pair("ci_ms", optional=True) if baseline else None,
         entry=entry,
         device_index=reader.whole("device_index", optional=True),
+        rounds_ms=(timing.numbers("rounds_ms", optional=True) or ()) if timing else (),
+        resolution_ms=timing.number("resolution_ms", optional=True) if timing else None,
+        throttled_rounds=(timing.whole("throttled_rounds", optional=True) or 0) if timing else 0,
+        throttling=_throttling_from(timing.child("throttling", optional=True)) if timing else None,
     )
 
 

@@ -1,11 +1,11 @@
 """Operations on saved runs (the JSON of `--kernelperf-json`): compare two, merge shards, and turn a
 run into baseline entries. Pure module: no pytest, no torch.
 
-`compare_runs` judges NEW's samples against the baseline entry OLD's measurement made, with the
-same statistics as a pytest run: comparing the JSON of an update run with the JSON of a later run
-gives the verdicts, ratios and p-values that the later run gave against the baselines the update
-wrote. (Host latency is compared from stored quantiles on both sides, so its p-value may differ
-slightly from the run's; it only ever warns.)
+`compare_runs` judges NEW's rounds against the baseline entry OLD's measurement made, with the one
+judge a pytest run uses (verdict/judge.py): the noise prior pooled from OLD's entries per device and
+the level alpha / m, m the number of NEW's results OLD has a baseline for on that device. Comparing
+the JSON of an update run with the JSON of a later run gives the verdicts the later run gave against
+the baselines the update wrote, when that run read the same baseline set.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_kernelperf import __version__
-from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey
+from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord
 from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate, file_for
 from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.measure.device import DeviceInfo
@@ -23,7 +23,8 @@ from pytest_kernelperf.measure.roofline import Peak
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.results.runfile import RunReport
 from pytest_kernelperf.settings import DEFAULTS
-from pytest_kernelperf.verdict.judge import Comparison, Verdict, compare, compare_measured
+from pytest_kernelperf.verdict.judge import Comparison, Rounds, Verdict, judge
+from pytest_kernelperf.verdict.noise import NoisePrior
 
 DEFAULT_THRESHOLD = DEFAULTS["threshold"]
 DEFAULT_ALPHA = DEFAULTS["alpha"]
@@ -87,6 +88,11 @@ def compare_runs(
         if result.entry is not None:
             baselines[key_of(result)] = result.entry
     only_checked_in_old = {_test_of(r) for r in old.results if not _timed(r)}
+    priors = noise_priors(baselines)
+    planned: dict[str, int] = {}
+    for result in new.results:
+        if result.entry is not None and key_of(result) in baselines:
+            planned[result.device] = planned.get(result.device, 0) + 1
     judged = []
     seen = set()
     new_tests = {_test_of(r) for r in new.results}
@@ -104,7 +110,8 @@ def compare_runs(
         host = result.host_comparison
         host_t = host.threshold if host and host.threshold else _setting(new, "host_threshold", DEFAULT_HOST)
         base = baselines.get(key)
-        verdict = _judge(result, base, old_source, t, a, host_t)
+        judgement = Judgement(t, a, host_t, planned.get(result.device, 1), priors.get(result.device))
+        verdict = _judge(result, base, old_source, judgement)
         if base is None and _test_of(result) in only_checked_in_old and verdict.comparison is not None:
             reason = f"{old_source} has no timing for it (only checked: a run without --kernelperf)"
             verdict = replace(verdict, comparison=replace(verdict.comparison, reason=reason))
@@ -121,22 +128,48 @@ def compare_runs(
     return RunComparison(judged, list(dict.fromkeys(missing)), list(dict.fromkeys(untimed)))
 
 
-def _judge(
-    result: BenchResult,
-    base: BaselineEntry | None,
-    source: str,
-    threshold: float,
-    alpha: float,
-    host_threshold: float,
-) -> BenchResult:
+def noise_priors(baselines: dict[ResultKey, BaselineEntry]) -> dict[str, NoisePrior]:
+    """Per device, the round noise of a baseline set (device time and host latency)."""
+    priors: dict[str, NoisePrior] = {}
+    for (_, _, device, _), entry in baselines.items():
+        prior = priors.setdefault(device, NoisePrior())
+        for record in (entry.device_time, entry.host_latency):
+            if record is not None and record.rounds_ms:
+                prior.add(device, record.method, record.rounds_ms)
+    return priors
+
+
+def _stored(record: MetricRecord) -> Rounds:
+    return Rounds.stored(record.method, record.rounds_ms, record.median_ms)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    threshold: float
+    alpha: float
+    host_threshold: float
+    planned: int
+    prior: NoisePrior | None
+
+
+def _judge(result: BenchResult, base: BaselineEntry | None, source: str, how: Judgement) -> BenchResult:
     assert result.entry is not None and result.method is not None
+    common = {
+        "device": result.device,
+        "alpha": how.alpha,
+        "planned_judgements": how.planned,
+        "prior": how.prior,
+        "baseline_name": source,
+    }
+    mine = result.entry.device_time
+    comparison = judge(
+        _stored(mine),
+        _stored(base.device_time) if base else None,
+        threshold=how.threshold,
+        throttling=result.throttling,
+        **common,  # type: ignore[arg-type]
+    )
     if base is None:
-        comparison = Comparison(
-            Verdict.NEW,
-            threshold=threshold,
-            alpha=alpha,
-            reason=f"not in {source} for this device and cache mode",
-        )
         return replace(
             result,
             verdict=Verdict.NEW,
@@ -147,35 +180,23 @@ def _judge(
             host_baseline_ms=None,
             host_comparison=None,
         )
-    comparison = compare_measured(
-        result.method,
-        result.samples_ms,
-        base.device_time.method,
-        base.device_time.quantiles_ms,
-        threshold=threshold,
-        alpha=alpha,
-        baseline_name=source,
-    )
-    verdict = comparison.verdict
-    if result.verdict is Verdict.UNRELIABLE:  # e.g. throttled: the measurement itself is in doubt
-        verdict = Verdict.UNRELIABLE
-        comparison = replace(
-            comparison, verdict=verdict, reason=result.comparison.reason if result.comparison else ""
-        )
-    host_comparison = None
-    mine, theirs = result.entry.host_latency, base.host_latency
-    if mine is not None and theirs is not None and mine.method == theirs.method:
-        host_comparison = compare(
-            mine.quantiles_ms, theirs.quantiles_ms, threshold=host_threshold, alpha=alpha
+    host_comparison: Comparison | None = None
+    my_host, their_host = result.entry.host_latency, base.host_latency
+    if my_host is not None and their_host is not None:
+        host_comparison = judge(
+            _stored(my_host),
+            _stored(their_host),
+            threshold=how.host_threshold,
+            **common,  # type: ignore[arg-type]
         )
     return replace(
         result,
-        verdict=verdict,
+        verdict=comparison.verdict,
         comparison=comparison,
-        baseline_ms=base.device_time.median_ms,
-        baseline_ci_ms=base.device_time.ci_ms,
+        baseline_ms=base.device_time.level_ms,
+        baseline_ci_ms=base.device_time.round_range_ms,
         baseline_file=source,
-        host_baseline_ms=theirs.median_ms if theirs is not None else None,
+        host_baseline_ms=their_host.level_ms if their_host is not None else None,
         host_comparison=host_comparison,
     )
 

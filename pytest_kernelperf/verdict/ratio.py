@@ -1,13 +1,10 @@
 """Ratio to a reference timed in the same run: portable across hardware, no baseline needed.
 
-`kernel_bench(fn, x, reference=ref, max_ratio=1.1)` times `ref` with the same timer and sampling
-plan right after `fn`, and fails when fn's median is more than 1.1x the reference's. Pure logic over
-samples: no torch, no pytest.
-
-Like the baseline verdict, failing needs both the size (the median ratio beyond `max_ratio`) and
-the evidence (a one-sided Mann-Whitney U test, at level `alpha`, that fn's samples divided by
-`max_ratio` still tend to be larger than the reference's): two noisy sequential measurements of
-kernels that sit right at the limit must not fail at random.
+`kernel_bench(fn, x, reference=ref, max_ratio=1.1)` times fn and ref in interleaved rounds (round i
+of fn, then round i of ref) with the same timer, and fails when fn is significantly more than 1.1x
+the reference. Judged by the same round model as baselines (verdict/judge.py), as a paired test:
+the log ratio of each pair of rounds against log(max_ratio), so that drift shared by neighbouring
+rounds cancels. Pure logic: no torch, no pytest.
 """
 
 from __future__ import annotations
@@ -15,8 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pytest_kernelperf.verdict import stats
-from pytest_kernelperf.verdict.judge import TEST_NAME
+from pytest_kernelperf.verdict import noise
+from pytest_kernelperf.verdict.judge import paired_test
 
 RATIO_HINT = "Speed up the kernel, or raise max_ratio= in the kernel_bench call if the limit is too tight."
 
@@ -26,23 +23,31 @@ class RatioCheck:
     """fn against its reference, both timed in this run (times per call, in milliseconds)."""
 
     method: str  # the reference's timing method
-    reference_median_ms: float
-    reference_ci_ms: tuple[float, float]
+    reference_median_ms: float  # the reference's level: the geometric mean of its rounds
+    reference_ci_ms: tuple[float, float]  # the range of the reference's rounds
     reference_samples_ms: tuple[float, ...]
-    ratio: float  # fn median / reference median
+    ratio: float  # fn level / reference level (geometric mean of the paired round ratios)
     max_ratio: float
-    p_value: float | None  # None when the ratio is within max_ratio (no test needed)
+    p_value: float | None  # one-sided, that fn/max_ratio is slower than the reference
     alpha: float
     exceeded: bool  # fails the test
     reason: str = ""
+    reference_rounds_ms: tuple[float, ...] = ()
+    ratio_ci: tuple[float, float] | None = None  # at confidence 1 - 2 * level
+    level: float | None = None  # per-judgement level
+    noise_sd: float | None = None
+    noise_source: str = ""
 
     def evidence(self) -> str:
-        if self.p_value is None:
+        if self.p_value is None or self.level is None:
             return self.reason
-        return (
-            f"{TEST_NAME} that fn/{self.max_ratio:g} is slower than the reference: "
-            f"p={self.p_value:.2g} (alpha={self.alpha:g})"
+        ci = f" (CI {self.ratio_ci[0]:.4f}-{self.ratio_ci[1]:.4f})" if self.ratio_ci else ""
+        text = (
+            f"paired {len(self.reference_rounds_ms)} rounds: ratio {self.ratio:.4f}{ci}, "
+            f"p={self.p_value:.2g} that it exceeds {self.max_ratio:g}, against level {self.level:.2g}; "
+            f"round noise SD {self.noise_sd or 0:.2%} ({self.noise_source})"
         )
+        return f"{text}; {self.reason}" if self.reason else text
 
     def describe(self) -> str:
         """Short form for tables: 1.02x <= 1.1."""
@@ -60,50 +65,67 @@ def validate_max_ratio(value: object) -> float:
 
 
 def check_ratio(
-    samples_ms: tuple[float, ...],
+    rounds_ms: tuple[float, ...],
     method: str,
-    reference_samples_ms: tuple[float, ...],
+    reference_rounds_ms: tuple[float, ...],
     reference_method: str,
     *,
     max_ratio: float,
     alpha: float,
+    reference_samples_ms: tuple[float, ...] = (),
+    device: str = "",
+    planned_judgements: int = 1,
+    prior: noise.NoisePrior | None = None,
 ) -> RatioCheck:
-    current = stats.summarize(samples_ms)
-    reference = stats.summarize(reference_samples_ms)
-    ratio = current.median_ms / reference.median_ms
-
-    def result(exceeded: bool, p_value: float | None, reason: str) -> RatioCheck:
-        return RatioCheck(
-            method=reference_method,
-            reference_median_ms=reference.median_ms,
-            reference_ci_ms=(reference.ci_low_ms, reference.ci_high_ms),
-            reference_samples_ms=reference_samples_ms,
-            ratio=ratio,
-            max_ratio=max_ratio,
-            p_value=p_value,
-            alpha=alpha,
-            exceeded=exceeded,
-            reason=reason,
-        )
-
+    """fn's rounds against its reference's, paired round by round."""
+    reference_level = noise.geometric_mean(reference_rounds_ms)
+    common = {
+        "method": reference_method,
+        "reference_median_ms": reference_level,
+        "reference_ci_ms": (min(reference_rounds_ms), max(reference_rounds_ms)),
+        "reference_samples_ms": reference_samples_ms,
+        "max_ratio": max_ratio,
+        "alpha": alpha,
+        "reference_rounds_ms": reference_rounds_ms,
+    }
     if method != reference_method:
         # Different methods measure different things (device time vs launch path): no verdict.
-        return result(False, None, f"not compared: fn timed with {method}, reference with {reference_method}")
-    if ratio <= max_ratio:
-        return result(False, None, "within max_ratio")
-    p = stats.p_greater([s / max_ratio for s in samples_ms], reference_samples_ms)
-    if p < alpha:
-        return result(True, p, "")
-    return result(False, p, "beyond max_ratio, not significant")
+        ratio = noise.geometric_mean(rounds_ms) / reference_level
+        return RatioCheck(
+            ratio=ratio,
+            p_value=None,
+            exceeded=False,
+            reason=f"not compared: fn timed with {method}, reference with {reference_method}",
+            **common,  # type: ignore[arg-type]
+        )
+    level = alpha / max(1, planned_judgements)
+    test = paired_test(rounds_ms, reference_rounds_ms, device, method, max_ratio, level, prior)
+    exceeded = test.ratio > max_ratio and test.p_slower < level
+    reason = (
+        ""
+        if exceeded
+        else "within max_ratio"
+        if test.ratio <= max_ratio
+        else "beyond max_ratio, not significant"
+    )
+    return RatioCheck(
+        ratio=test.ratio,
+        p_value=test.p_slower,
+        exceeded=exceeded,
+        reason=reason,
+        ratio_ci=test.ratio_ci,
+        level=level,
+        noise_sd=test.sd,
+        noise_source=test.source,
+        **common,  # type: ignore[arg-type]
+    )
 
 
 def ratio_message(label: str, device: str, median_ms: float, check: RatioCheck) -> str:
-    low, high = check.reference_ci_ms
     return (
-        f"ratio to reference exceeded in {label} on {device}: median {median_ms:.4g} ms is "
+        f"ratio to reference exceeded in {label} on {device}: {median_ms:.4g} ms is "
         f"{check.ratio:#.3g}x the reference's {check.reference_median_ms:.4g} ms "
         f"(max_ratio {check.max_ratio:g}).\n"
-        f"  evidence: {check.evidence()}; reference 95% CI {low:.4g}-{high:.4g} ms over "
-        f"{len(check.reference_samples_ms)} samples; both timed in this run with {check.method}.\n"
+        f"  evidence: {check.evidence()}; both timed in this run with {check.method}, rounds interleaved.\n"
         f"  {RATIO_HINT}"
     )

@@ -1,8 +1,8 @@
 """Statistics on lists of timings in milliseconds.
 
 Pure functions over floats: no torch, no pytest. Timings are skewed to the right (a preempted trial
-is a large outlier), so everything here is rank based: medians, order-statistic confidence
-intervals and the Mann-Whitney U test, never means and standard deviations.
+is a large outlier), so everything here is rank based: medians, quantiles and order-statistic
+confidence intervals, for summaries and plots. Verdicts are made on rounds (verdict/judge.py).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 CONFIDENCE = 0.95
-# A baseline keeps this many evenly spaced quantiles of its samples: enough for a rank test to see
-# the distribution's shape, few enough that a baseline file stays readable in review.
+# A baseline keeps this many evenly spaced quantiles of its samples: enough to see the distribution's
+# shape in plots and studies, few enough that a baseline file stays readable in review.
 STORED_QUANTILES = 32
 
 
@@ -29,15 +29,6 @@ class Summary:
     q3_ms: float
     min_ms: float
     max_ms: float
-
-    @property
-    def ci_rel(self) -> float:
-        """Half-width of the median's confidence interval over the median."""
-        return relative_half_width(self.ci_low_ms, self.ci_high_ms, self.median_ms)
-
-
-def relative_half_width(low: float, high: float, center: float) -> float:
-    return (high - low) / 2 / center if center > 0 else math.inf
 
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:
@@ -98,19 +89,3 @@ def compress(samples_ms: Sequence[float], count: int = STORED_QUANTILES) -> list
     if len(values) <= count:
         return values
     return [quantile(values, (i + 0.5) / count) for i in range(count)]
-
-
-def p_greater(current: Sequence[float], baseline: Sequence[float]) -> float:
-    """One-sided Mann-Whitney U p-value that `current` tends to be larger than `baseline`."""
-    if len(current) < 2 or len(baseline) < 2:
-        return 1.0
-    if min(current) == max(current) == min(baseline) == max(baseline):
-        return 1.0  # identical constant samples: no evidence either way (scipy would warn)
-    from scipy import stats as scipy_stats
-
-    return float(scipy_stats.mannwhitneyu(current, baseline, alternative="greater").pvalue)
-
-
-def p_less(current: Sequence[float], baseline: Sequence[float]) -> float:
-    """One-sided Mann-Whitney U p-value that `current` tends to be smaller than `baseline`."""
-    return p_greater(baseline, current)

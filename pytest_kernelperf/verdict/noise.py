@@ -1,0 +1,172 @@
+"""How noisy a kernel's measurements are from round to round: per-round locations and the prior SD.
+
+A measurement is several rounds, each a fresh warm-up and sampling window. On an H200 the level a
+round lands on is drawn afresh every time (SD of a round's location 0.7-0.8% for a 2.2 us kernel,
+0.08-0.09% for a 130 us one, docs/results/verdicts.md), while samples inside a round mostly keep
+their level; so the variance that decides a verdict is the round-to-round one, and a kernel's own
+few rounds estimate it poorly. The judge therefore shrinks the kernel's own round SD toward a prior:
+pooled from the other baseline entries of the same device and size class when the run has read
+some, else a built-in value by size class. Pure module: no torch, no pytest.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+# Between-process component of a measurement's level (relative SD), added to the noise of the
+# difference of two measurements made in different processes. The H200 data found none beyond
+# what round-to-round noise predicts; a small floor keeps a kernel with very steady rounds from
+# being judged on a noise of zero. To be calibrated on the H200 (studies/verdict_simulation.py).
+PROCESS_LEVEL_SD = 0.0003
+
+# The weight (degrees of freedom) a prior gets against a kernel's own rounds. A pooled prior counts
+# for at most POOLED_PRIOR_DF: many entries must not drown a kernel whose own rounds are far noisier.
+BUILTIN_PRIOR_DF = 30
+POOLED_PRIOR_DF = 40
+# Pooling needs a few entries before it stands in for the built-in prior.
+MIN_POOLED_ENTRIES = 3
+# No timer repeats a level exactly from round to round; a pooled SD below this (rounds identical to
+# the stored digits, or a fake timer) would make every difference infinitely significant.
+MIN_ROUND_SD = 0.0001
+
+
+@dataclass(frozen=True)
+class SizeClass:
+    """A decade of per-call time (lower bound inclusive), in milliseconds."""
+
+    low_ms: float
+    high_ms: float
+
+    @property
+    def label(self) -> str:
+        return f"{_time_label(self.low_ms)}-{_time_label(self.high_ms)}"
+
+
+def _time_label(ms: float) -> str:
+    if ms < 1e-3:
+        return f"{ms * 1e6:g} ns"
+    if ms < 1:
+        return f"{ms * 1e3:g} us"
+    if ms < 1e3:
+        return f"{ms:g} ms"
+    return f"{ms / 1e3:g} s"
+
+
+def size_class(level_ms: float) -> SizeClass:
+    decade = math.floor(math.log10(level_ms)) if level_ms > 0 else -6
+    return SizeClass(10.0**decade, 10.0 ** (decade + 1))
+
+
+# Built-in round-to-round relative SD by size class, for device-time methods. Measured on one
+# H200 (Triton GELU): 0.70-0.83% at 2.2 us, 0.079-0.094% at 130 us. The values are rounded up
+# (conservative: a larger SD misses small slowdowns rather than raising false alarms); classes
+# without data carry a guess, marked so, to be measured on the H200.
+BUILTIN_ROUND_SD: tuple[tuple[float, float, str], ...] = (
+    # (upper bound of the class in ms, relative SD, provenance)
+    (1e-3, 0.02, "guess: sub-microsecond kernels sit a few timer ticks long"),
+    (1e-2, 0.008, "measured 0.70-0.83% (SD of round medians) at 2.2 us"),
+    (1e-1, 0.0025, "guess between the 2.2 us and 130 us measurements"),
+    (1.0, 0.0012, "measured 0.079-0.094% at 130 us"),
+    (10.0, 0.002, "guess: not measured yet"),
+    (math.inf, 0.004, "guess: not measured yet"),
+)
+# Host-side clocks (wall clock, CUDA events around each call) include the launch path and the
+# host's scheduler: a few percent from round to round on a shared machine.
+HOST_METHODS = ("wall-clock", "cuda-event")
+BUILTIN_HOST_ROUND_SD = 0.03
+
+
+def builtin_round_sd(level_ms: float, method: str) -> float:
+    if method in HOST_METHODS:
+        return BUILTIN_HOST_ROUND_SD
+    for upper, sd, _ in BUILTIN_ROUND_SD:
+        if level_ms < upper:
+            return sd
+    raise AssertionError("the last class is unbounded")
+
+
+def midmean(values: Sequence[float]) -> float:
+    """Mean of the middle half (25% trimmed each side): robust to outliers like a median, but a
+    mix of neighbouring timer ticks moves it smoothly where a median jumps a whole tick."""
+    if not values:
+        raise ValueError("midmean of no values")
+    ordered = sorted(values)
+    cut = len(ordered) // 4
+    middle = ordered[cut : len(ordered) - cut]
+    return math.fsum(middle) / len(middle)
+
+
+def resolution(values: Iterable[float]) -> float | None:
+    """The smallest positive step between distinct values (the timer's tick as seen), or None."""
+    distinct = sorted({round(v, 9) for v in values})
+    steps = [b - a for a, b in itertools.pairwise(distinct) if b - a > 1e-9]
+    return min(steps) if steps else None
+
+
+def geometric_mean(values: Sequence[float]) -> float:
+    if not values:
+        raise ValueError("mean of no rounds")
+    return math.exp(math.fsum(math.log(v) for v in values) / len(values))
+
+
+def log_sum_of_squares(rounds_ms: Sequence[float]) -> tuple[float, int]:
+    """(sum of squared deviations of log round locations from their mean, degrees of freedom)."""
+    if len(rounds_ms) < 2:
+        return 0.0, 0
+    logs = [math.log(v) for v in rounds_ms]
+    mean = math.fsum(logs) / len(logs)
+    return math.fsum((x - mean) ** 2 for x in logs), len(logs) - 1
+
+
+@dataclass(frozen=True)
+class PriorSD:
+    """A prior for a kernel's round-to-round relative SD (in log units), its weight, and its source."""
+
+    sd: float
+    df: int
+    source: str
+
+
+@dataclass
+class NoisePrior:
+    """Round-to-round noise of the baseline set: per device, method and size class.
+
+    Built by the session from the baseline entries it has read (`add` each entry's rounds), or fed
+    by a history store later through the same `add`. `for_kernel` answers with the pooled SD where
+    at least MIN_POOLED_ENTRIES entries of that device, method and size class have rounds, else the
+    built-in value for the size class.
+    """
+
+    _pools: dict[tuple[str, str, float], list[float]] = field(default_factory=dict)
+    _counts: dict[tuple[str, str, float], int] = field(default_factory=dict)
+
+    def add(self, device: str, method: str, rounds_ms: Sequence[float]) -> None:
+        squares, df = log_sum_of_squares(rounds_ms)
+        if df == 0:
+            return
+        key = (device, method, size_class(geometric_mean(rounds_ms)).low_ms)
+        pool = self._pools.setdefault(key, [0.0, 0.0])
+        pool[0] += squares
+        pool[1] += df
+        self._counts[key] = self._counts.get(key, 0) + 1
+
+    def for_kernel(self, device: str, method: str, level_ms: float) -> PriorSD:
+        size = size_class(level_ms)
+        key = (device, method, size.low_ms)
+        count = self._counts.get(key, 0)
+        if count >= MIN_POOLED_ENTRIES:
+            squares, df = self._pools[key]
+            sd = max(math.sqrt(squares / df), MIN_ROUND_SD)
+            return PriorSD(
+                sd,
+                int(min(df, POOLED_PRIOR_DF)),
+                f"{sd * 100:.2g}% pooled from {count} entries on {device}",
+            )
+        return PriorSD(
+            builtin_round_sd(level_ms, method),
+            BUILTIN_PRIOR_DF,
+            f"built-in prior for {size.label} kernels",
+        )

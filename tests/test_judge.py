@@ -1,0 +1,280 @@
+"""The one judge (verdict/judge.py): the round model, its evidence, and its false-alarm control."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.measure.timing import SamplingPlan, Target
+from pytest_kernelperf.testing import ScriptedTimer
+from pytest_kernelperf.verdict import noise
+from pytest_kernelperf.verdict.judge import (
+    Rounds,
+    Throttling,
+    Verdict,
+    judge,
+    parse_fraction,
+    parse_threshold,
+)
+
+DEVICE = "NVIDIA H200"
+
+
+def rounds(level: float, seed: int, n: int, sd: float = 0.002) -> Rounds:
+    rng = random.Random(seed)
+    return Rounds("cupti", tuple(level * math.exp(rng.gauss(0, sd)) for _ in range(n)))
+
+
+def verdict_of(current: Rounds, baseline: Rounds | None, **kwargs: object) -> Verdict:
+    settings: dict[str, object] = {"device": DEVICE, "threshold": 0.005, "alpha": 0.01, **kwargs}
+    return judge(current, baseline, **settings).verdict  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("level", "verdict"),
+    [(0.130, Verdict.SAME), (0.1313, Verdict.SLOWER), (0.260, Verdict.SLOWER), (0.125, Verdict.FASTER)],
+)
+def test_verdicts_of_a_130_us_kernel(level: float, verdict: Verdict) -> None:
+    assert verdict_of(rounds(level, 1, 5), rounds(0.130, 2, 8)) is verdict
+
+
+def test_the_ratio_is_the_ratio_of_geometric_means_of_rounds() -> None:
+    current, baseline = Rounds("cupti", (2.0, 8.0)), Rounds("cupti", (4.0,))
+    result = judge(current, baseline, device=DEVICE, threshold=0.005, alpha=0.01)
+    assert result.ratio == pytest.approx(1.0)
+    assert current.level_ms == pytest.approx(4.0)
+
+
+def test_a_change_beyond_the_floor_but_within_the_noise_is_same() -> None:
+    # 2.2 us kernel, 2% slower: the built-in prior (0.8% per round) cannot tell at alpha 0.01 / 200.
+    result = judge(
+        Rounds("cupti", (0.00224,) * 3),
+        Rounds("cupti", (0.0022,) * 5),
+        device=DEVICE,
+        threshold=0.005,
+        alpha=0.01,
+        planned_judgements=200,
+    )
+    assert result.verdict is Verdict.SAME
+    assert result.reason == "beyond the threshold, not significant"
+    assert result.p_value is not None and result.level is not None and result.p_value >= result.level
+
+
+def test_a_significant_change_within_the_practical_floor_is_same() -> None:
+    verdict = verdict_of(rounds(0.1313, 1, 5, sd=0.0001), rounds(0.130, 2, 8, sd=0.0001), threshold=0.02)
+    assert verdict is Verdict.SAME
+
+
+def test_threshold_above_one_fails_only_beyond_that_many_times_slower() -> None:
+    base = rounds(0.130, 2, 8)
+    assert verdict_of(rounds(0.130 * 2.9, 1, 5), base, threshold=2.0) is Verdict.SAME
+    assert verdict_of(rounds(0.130 * 3.2, 1, 5), base, threshold=2.0) is Verdict.SLOWER
+
+
+def test_the_level_is_alpha_over_the_planned_judgements() -> None:
+    result = judge(
+        rounds(0.131, 1, 5),
+        rounds(0.130, 2, 8),
+        device=DEVICE,
+        threshold=0.005,
+        alpha=0.01,
+        planned_judgements=40,
+    )
+    assert result.level == pytest.approx(0.01 / 40)
+    assert result.planned_judgements == 40
+    assert (
+        judge(rounds(0.131, 1, 5), rounds(0.13, 2, 8), device=DEVICE, threshold=0, alpha=0.01).level == 0.01
+    )
+
+
+def test_evidence_gives_interval_p_level_noise_and_detectable_change() -> None:
+    result = judge(
+        rounds(0.26, 1, 5),
+        rounds(0.13, 2, 8),
+        device=DEVICE,
+        threshold=0.005,
+        alpha=0.01,
+        planned_judgements=4,
+    )
+    text = result.evidence()
+    assert result.ratio_ci is not None and result.ratio_ci[0] < 2.0 < result.ratio_ci[1]
+    assert "ratio 2.00" in text and "99.5% CI 1.9" in text
+    assert "against level 0.0025 (alpha 0.01 over 4 judgements)" in text
+    assert "round noise SD" in text
+    assert "this kernel's 13 rounds, shrunk toward built-in prior for 100 us-1 ms kernels" in text
+    assert "smallest detectable slowdown" in text and "at 95% power" in text
+    assert "Mann-Whitney" not in text
+
+
+def test_measurements_of_different_methods_are_not_compared() -> None:
+    result = judge(
+        rounds(4.0, 1, 5),
+        Rounds("cuda-graph", (1.0,)),
+        device=DEVICE,
+        threshold=0.005,
+        alpha=0.01,
+        baseline_name="old.json",
+    )
+    assert result.verdict is Verdict.INCOMPARABLE and result.ratio is None
+    assert result.reason == "old.json measured with cuda-graph, this run with cupti"
+
+
+def test_no_baseline_is_new() -> None:
+    assert verdict_of(rounds(1.0, 1, 5), None) is Verdict.NEW
+
+
+def test_a_schema_1_baseline_is_one_round_judged_with_the_prior_and_says_so() -> None:
+    legacy = Rounds.stored("cupti", (), 0.130)
+    assert legacy.legacy and legacy.rounds_ms == (0.130,)
+    result = judge(rounds(0.130, 1, 5), legacy, device=DEVICE, threshold=0.005, alpha=0.01)
+    assert result.verdict is Verdict.SAME and result.baseline_rounds == 1
+    assert "predates rounds (schema 1)" in result.reason
+    assert "pytest --kernelperf-update-baselines" in result.reason
+    assert "this kernel's 6 rounds" in result.noise_source  # the current rounds still count
+
+
+def test_throttling_makes_a_modest_change_unreliable() -> None:
+    throttled = Throttling(("software power cap",), clock_drop=None, rounds=2)
+    result = judge(
+        rounds(0.14, 1, 5),
+        rounds(0.13, 2, 8),
+        device=DEVICE,
+        threshold=0.005,
+        alpha=0.01,
+        throttling=throttled,
+    )
+    assert result.verdict is Verdict.UNRELIABLE
+    assert result.reason.startswith("GPU throttled in 2 rounds (software power cap): a change of +7.7%")
+
+
+def test_throttling_cannot_hide_an_8x_slowdown() -> None:
+    # A Triton matmul 8.6x slower once passed as `unreliable +760.4%`.
+    throttled = Throttling(("software power cap",), clock_drop=None, rounds=5)
+    result = judge(
+        rounds(0.13 * 8.6, 1, 5),
+        rounds(0.13, 2, 8),
+        device=DEVICE,
+        threshold=0.005,
+        alpha=0.01,
+        throttling=throttled,
+    )
+    assert result.verdict is Verdict.SLOWER
+    assert "which cannot explain a change of +760" in result.reason
+
+
+def test_a_change_far_beyond_the_clock_drop_is_judged() -> None:
+    drop = Throttling(("software power cap",), clock_drop=0.02)
+    assert drop.explains(1.05) and not drop.explains(1.10)
+    assert verdict_of(rounds(0.13 * 1.2, 1, 5), rounds(0.13, 2, 8), throttling=drop) is Verdict.SLOWER
+
+
+def test_the_pooled_prior_replaces_the_builtin_one_with_enough_entries() -> None:
+    prior = noise.NoisePrior()
+    assert prior.for_kernel(DEVICE, "cupti", 0.0022).source == "built-in prior for 1 us-10 us kernels"
+    for seed in range(noise.MIN_POOLED_ENTRIES):
+        prior.add(DEVICE, "cupti", rounds(0.0022, seed, 8, sd=0.004).rounds_ms)
+    pooled = prior.for_kernel(DEVICE, "cupti", 0.0025)
+    assert pooled.source.endswith(f"pooled from {noise.MIN_POOLED_ENTRIES} entries on {DEVICE}")
+    assert 0.002 < pooled.sd < 0.006
+    assert pooled.df == 21  # 3 entries of 8 rounds: 21 degrees of freedom, under the cap
+    # Another size class, method or device keeps the built-in prior.
+    assert prior.for_kernel(DEVICE, "cupti", 0.13).source.startswith("built-in")
+    assert prior.for_kernel(DEVICE, "cuda-graph", 0.0022).source.startswith("built-in")
+    assert prior.for_kernel("NVIDIA A100", "cupti", 0.0022).source.startswith("built-in")
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("0.05", 0.05),
+        ("5%", 0.05),
+        (" 12.5 % ", 0.125),
+        (0.2, 0.2),
+        ("1e-2", 0.01),
+        ("0", 0.0),
+        (2.0, 2.0),
+        ("150%", 1.5),
+    ],
+)
+def test_parse_threshold(text: object, value: float) -> None:
+    assert parse_threshold(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("bad", ["abc", "-5%", True, "nan", ""])
+def test_parse_threshold_rejects(bad: object) -> None:
+    with pytest.raises(ValueError, match=r"threshold|fraction"):
+        parse_threshold(bad)
+
+
+@pytest.mark.parametrize("bad", ["0", "1", "150%", True, "x"])
+def test_parse_fraction_rejects(bad: object) -> None:
+    with pytest.raises(ValueError, match=r"between 0 and 1|fraction"):
+        parse_fraction(bad)
+
+
+# --- false alarms and power, on ScriptedTimer's rounds ----------------------------------------
+
+CPU = DeviceInfo(kind="cpu", name="Test CPU", index=None)
+
+
+def kernel(fake_ms: float) -> Target:
+    def fn() -> None:
+        return None
+
+    fn.fake_ms = fake_ms  # type: ignore[attr-defined]
+    return Target(fn, CPU, label="test_kernel", fn=fn)
+
+
+def measured(timer: ScriptedTimer, target: Target, rounds_: int) -> Rounds:
+    timing = timer.measure(target, SamplingPlan(rounds=rounds_, min_samples=10))
+    return Rounds("cupti", timing.device_time.round_locations_ms)
+
+
+def slower_rate(slowdown: float, round_sd: float, level_ms: float, trials: int, planned: int) -> float:
+    timer = ScriptedTimer(samples=10, jitter=0.002, round_sd=round_sd, seed=11)
+    slower = 0
+    for _ in range(trials):
+        base = measured(timer, kernel(level_ms), 8)
+        current = measured(timer, kernel(level_ms * (1 + slowdown)), 5)
+        result = judge(current, base, device=DEVICE, threshold=0.005, alpha=0.01, planned_judgements=planned)
+        slower += result.verdict is Verdict.SLOWER
+    return slower / trials
+
+
+def test_a_a_false_slower_rate_stays_under_its_level() -> None:
+    # 2000 unchanged 2.2 us kernels at the measured round SD: the per-judgement level is 0.01.
+    assert slower_rate(0.0, 0.008, 0.0022, 2000, planned=1) <= 0.01
+
+
+def test_a_3_percent_slowdown_of_a_2_us_kernel_is_caught_95_percent_of_the_time() -> None:
+    assert slower_rate(0.03, 0.008, 0.0022, 400, planned=40) >= 0.95
+
+
+def test_a_1_percent_slowdown_of_a_130_us_kernel_is_caught_95_percent_of_the_time() -> None:
+    assert slower_rate(0.01, 0.0009, 0.13, 400, planned=200) >= 0.95
+
+
+# --- noise helpers -----------------------------------------------------------------------------
+
+
+def test_midmean_moves_smoothly_where_the_median_jumps_a_tick() -> None:
+    tick = 0.000032
+    mostly_70 = [70 * tick] * 11 + [71 * tick] * 9
+    mostly_71 = [70 * tick] * 9 + [71 * tick] * 11
+    assert noise.midmean(mostly_71) / noise.midmean(mostly_70) < 1.005  # a median would jump 1.4%
+    assert noise.midmean([1.0, 1.0, 1.0, 50.0]) == 1.0  # an outlier is trimmed
+
+
+def test_resolution_is_the_smallest_step_between_distinct_samples() -> None:
+    assert noise.resolution([0.002240, 0.002272, 0.002240, 0.002336]) == pytest.approx(0.000032)
+    assert noise.resolution([1.0, 1.0]) is None
+
+
+@pytest.mark.parametrize(
+    ("ms", "label"), [(0.0022, "1 us-10 us"), (0.13, "100 us-1 ms"), (5.0, "1 ms-10 ms")]
+)
+def test_size_classes_are_decades(ms: float, label: str) -> None:
+    assert noise.size_class(ms).label == label

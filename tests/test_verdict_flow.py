@@ -1,0 +1,156 @@
+"""Verdicts in a pytest run: strict mode, throttled rounds, schema-1 baselines and the run's level."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+from conftest import Project
+
+THROTTLED = """
+import os
+
+import torch
+
+def kernel(x):
+    return x * 2
+
+kernel.fake_ms = float(os.environ.get("FAKE_MS", "1.0"))
+if os.environ.get("THROTTLE"):
+    kernel.fake_throttle = ("software power cap",)
+
+def test_kernel(kernel_bench):
+    kernel_bench(kernel, torch.ones(64))
+"""
+
+
+def throttled_run(project: Project, *args: str, ms: float) -> object:
+    project.monkeypatch.setenv("THROTTLE", "1")
+    return project.run("--kernelperf", "--kernelperf-json=run.json", "-W", "always", *args, ms=ms)
+
+
+def test_throttling_that_could_explain_the_change_is_unreliable_and_never_silent(project: Project) -> None:
+    project.module(THROTTLED)
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
+    result = throttled_run(project, ms=1.2)
+    result.assert_outcomes(passed=1)  # type: ignore[attr-defined]
+    result.stdout.fnmatch_lines(  # type: ignore[attr-defined]
+        [
+            "*UNRELIABLE: test_kernels.py::test_kernel on * not judged +20.0%: GPU throttled in 5 rounds "
+            "(software power cap): a change of +20.0% may be the clock's*"
+        ]
+    )
+    data = json.loads((project.pytester.path / "run.json").read_text())
+    timing = data["results"][0]["device_time"]
+    assert data["results"][0]["verdict"] == "unreliable"
+    assert timing["throttled_rounds"] == 10
+    assert timing["throttling"] == {"reasons": ["software power cap"], "clock_drop": None, "rounds": 5}
+
+
+def test_strict_fails_unreliable_incomparable_and_new(project: Project) -> None:
+    project.module(THROTTLED)
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
+    result = throttled_run(project, "--kernelperf-strict", ms=1.2)
+    result.assert_outcomes(failed=1)  # type: ignore[attr-defined]
+    result.stdout.fnmatch_lines(  # type: ignore[attr-defined]
+        ["*UNRELIABLE*not judged*--kernelperf-strict fails every verdict that is not a judgement*"]
+    )
+    project.monkeypatch.delenv("THROTTLE")
+    baseline = project.baseline_file.read_text().replace("method: scripted", "method: cupti")
+    project.baseline_file.write_text(baseline)
+    incomparable = project.run("--kernelperf", "--kernelperf-strict")
+    incomparable.assert_outcomes(failed=1)
+    incomparable.stdout.fnmatch_lines(["*not compared (incomparable): baseline measured with cupti*"])
+    project.baseline_file.unlink()
+    new = project.run("--kernelperf", "--kernelperf-strict")
+    new.assert_outcomes(failed=1)
+    new.stdout.fnmatch_lines(["*no baseline for test_kernels.py::test_kernel*--kernelperf-strict*"])
+
+
+def test_throttling_cannot_hide_a_change_beyond_2x(project: Project) -> None:
+    project.module(THROTTLED)
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
+    result = throttled_run(project, ms=8.6)
+    result.assert_outcomes(failed=1)  # type: ignore[attr-defined]
+    result.stdout.fnmatch_lines(  # type: ignore[attr-defined]
+        [
+            "*performance regression*(+760.0%*",
+            "*GPU throttled in 5 rounds (software power cap), which cannot explain*",
+        ]
+    )
+
+
+SCHEMA_1 = """\
+schema_version: 1
+entries:
+  test_kernel:
+    {device}:
+      hot:
+        device_time: {{ci_ms: [0.99, 1.01], median_ms: 1.0, method: scripted, n: 50,
+          quantiles_ms: [0.99, 1.0, 1.01]}}
+        environment: {{}}
+        recorded: '2026-11-30T00:00:00Z'
+  test_gone:
+    {device}:
+      hot:
+        device_time: {{ci_ms: [1.99, 2.01], median_ms: 2.0, method: scripted, n: 50,
+          quantiles_ms: [1.99, 2.0, 2.01]}}
+        environment: {{}}
+        recorded: '2026-11-30T00:00:00Z'
+end: true
+"""
+
+
+def test_a_schema_1_baseline_is_judged_as_one_round_and_an_update_writes_schema_2(project: Project) -> None:
+    project.module()
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
+    device = next(
+        line.strip().rstrip(":")
+        for line in project.baseline_file.read_text().splitlines()
+        if line.startswith("    ")
+    )
+    project.baseline_file.write_text(textwrap.dedent(SCHEMA_1.format(device=device)))
+    result = project.run("--kernelperf", "--kernelperf-json=run.json", ms=1.0)
+    result.assert_outcomes(passed=1)
+    comparison = json.loads((project.pytester.path / "run.json").read_text())["results"][0]["comparison"]
+    assert comparison["verdict"] == "same" and comparison["baseline_rounds"] == 1
+    assert "predates rounds (schema 1)" in comparison["reason"]
+    assert "built-in prior" in comparison["noise_source"]
+    slower = project.run("--kernelperf", ms=1.5)
+    slower.assert_outcomes(failed=1)
+    slower.stdout.fnmatch_lines(["*vs baseline 1 ms (+50.0%*", "*predates rounds (schema 1)*"])
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
+    text = project.baseline_file.read_text()
+    assert "schema_version: 2" in text and text.count("rounds_ms:") == 1  # test_gone keeps no rounds
+    assert "test_gone:" in text and "median_ms: 2.0" in text
+
+
+TWO_TESTS = """
+import os
+
+import torch
+
+def kernel(x):
+    return x * 2
+
+kernel.fake_ms = 1.0
+
+def test_one(kernel_bench):
+    kernel_bench(kernel, torch.ones(64), name="a")
+    kernel_bench(kernel, torch.ones(64), name="b")
+
+def test_two(kernel_bench):
+    kernel_bench(kernel, torch.ones(64))
+"""
+
+
+def test_the_level_is_alpha_over_the_baseline_entries_of_the_tests_that_run(project: Project) -> None:
+    project.module(TWO_TESTS)
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=2)
+    project.run("--kernelperf", "--kernelperf-json=all.json").assert_outcomes(passed=2)
+    project.run("--kernelperf", "-k", "test_two", "--kernelperf-json=one.json").assert_outcomes(passed=1)
+    every = json.loads((project.pytester.path / "all.json").read_text())["results"]
+    assert {r["comparison"]["planned_judgements"] for r in every} == {3}
+    assert every[0]["comparison"]["level"] == 0.01 / 3
+    only = json.loads((project.pytester.path / "one.json").read_text())["results"]
+    assert only[0]["comparison"]["planned_judgements"] == 1
