@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from baseline_samples import sample_entries, sample_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_kernelperf import baselines
 from pytest_kernelperf.baselines import BaselineEntry, BaselineError, EntryKey, dump, file_for, parse
+
+pytestmark = pytest.mark.slow  # hundreds of examples each
 
 PATH = Path("fuzz.yaml")
 TEXT = sample_text().encode()

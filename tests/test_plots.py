@@ -38,6 +38,7 @@ def test_plots_per_test_and_per_device(project: Project) -> None:
     assert '"plots/throughput__Test_CPU.png"' in run  # listed among the artefacts
 
 
+@requires_matplotlib
 def test_checked_only_results_draw_nothing(tmp_path: Path) -> None:
     checked = [BenchResult("t.py::test", None, "cpu", Verdict.CHECKED)]
     assert plots.write_all(tmp_path, checked, {}) == []
