@@ -117,7 +117,8 @@ Test = TypeVar("Test", bound=Callable[..., object])
 
 def requires_matplotlib(test: Test) -> Test:
     skip = pytest.mark.skipif(not HAVE_MATPLOTLIB, reason="needs matplotlib: pip install -e '.[plot]'")
-    return pytest.mark.extras(skip(test))
+    marked: Test = pytest.mark.extras(skip(test))
+    return marked
 
 
 @pytest.fixture
