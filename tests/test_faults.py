@@ -303,8 +303,13 @@ def test_isolation_confines_faults_to_their_tests(project: Project, monkeypatch:
     project.module(ISOLATED_MODULE)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
 
+    # The children get the parent's -p options: hypothesis's plugin would import hypothesis in each.
     result = project.run(
-        "--kernelperf-update-baselines", "--kernelperf-isolate", "-rA", "--junitxml=report.xml"
+        *SUBPROCESS_ARGS,
+        "--kernelperf-update-baselines",
+        "--kernelperf-isolate",
+        "-rA",
+        "--junitxml=report.xml",
     )
 
     result.assert_outcomes(passed=3, failed=2, skipped=1)
