@@ -18,7 +18,6 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import SUBPROCESS_ARGS
 
 from pytest_kernelperf.measure import gpu
 from pytest_kernelperf.measure.device import DeviceInfo, physical_id
@@ -255,6 +254,8 @@ def test_xdist_workers_pin_to_their_gpus_and_the_summary_says_which(
     pytester.makepyfile(test_k=textwrap.dedent(FOUR_TESTS))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+
+    from conftest import SUBPROCESS_ARGS  # here: SHARING_WORKER's processes import this module
 
     result = pytester.runpytest_subprocess(*SUBPROCESS_ARGS, "-n", "3", "--kernelperf")
 
