@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
+# Imported once here: hypothesis's pytest plugin imports hypothesis at the end of every run, and
+# pytester drops it again after each in-process run (a second or more per run, assertion rewriting
+# included), unless it was imported before the run.
+import hypothesis  # noqa: F401
 import pytest
 
 # Imported here, before any in-process pytester run: pytester restores sys.modules after each run,
@@ -12,6 +20,9 @@ import pytest
 import scipy.stats  # noqa: F401
 import torch
 from torch.profiler import ProfilerActivity, profile
+
+from pytest_kernelperf.measure import roofline
+from pytest_kernelperf.measure.device import cpu_model
 
 # The profiler's first use imports about 900 modules (dynamo, inductor); one of them registers a
 # TORCH_LIBRARY, which fails when pytester drops it after a run and a later run imports it again.
@@ -67,6 +78,47 @@ class Project:
     @property
     def baseline_file(self) -> Path:
         return self.pytester.path / "baselines" / "test_kernels.yaml"
+
+
+# A timed run ends by measuring the device's copy bandwidth (its "% peak"): on the CPU, best of 10
+# copies of 256 MiB, seconds on a loaded two-core machine, in every pytester run that times
+# something. Tests need a peak, not a good one.
+SMALL_PEAK_COPY_BYTES = 1 << 20
+
+
+@pytest.fixture(autouse=True)
+def _small_peak_copies(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process pytester runs measure the CPU's peak with 1 MiB copies (the same code path)."""
+    if "pytester" in request.fixturenames:
+        monkeypatch.setattr(roofline, "_CPU_COPY_BYTES", SMALL_PEAK_COPY_BYTES)
+
+
+def seed_peak_cache(folder: Path, device: str | None = None, gb_per_s: float = 10.0) -> Path:
+    """A peak cache in `folder`/.kernelperf for `device` (this CPU by default), for pytester runs in a
+    subprocess (xdist, isolation), which `_small_peak_copies` does not reach: they read the peak
+    instead of measuring it."""
+    name = device or cpu_model()
+    path = folder / ".kernelperf" / roofline.CACHE_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    entry = {"device": name, "gb_per_s": gb_per_s, "bytes": 1, "method": "seeded by tests", "measured": ""}
+    path.write_text(json.dumps({"schema_version": roofline.CACHE_VERSION, "devices": {name: entry}}))
+    return path
+
+
+# For pytester.runpytest_subprocess: plugins of the outer environment that such a run does not
+# need: hypothesis's plugin imports hypothesis at the end of every run (seconds in a fresh process).
+SUBPROCESS_ARGS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+
+# Optional extras: a test that needs one is marked `extras` (CI installs them and runs these with the
+# slow tier) and skips, saying which extra, where it is not installed.
+HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+Test = TypeVar("Test", bound=Callable[..., object])
+
+
+def requires_matplotlib(test: Test) -> Test:
+    skip = pytest.mark.skipif(not HAVE_MATPLOTLIB, reason="needs matplotlib: pip install -e '.[plot]'")
+    marked: Test = pytest.mark.extras(skip(test))
+    return marked
 
 
 @pytest.fixture

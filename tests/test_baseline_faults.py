@@ -74,6 +74,7 @@ def truncate_everywhere(tmp_path: Path) -> TruncationFigures:
     return figures
 
 
+@pytest.mark.slow
 def test_truncation_at_every_byte_gives_a_clear_error_or_a_clean_prefix(tmp_path: Path) -> None:
     figures = truncate_everywhere(tmp_path)
     print(f"truncation figures: {figures}")  # quoted in docs/reliability.md

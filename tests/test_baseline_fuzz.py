@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from baseline_samples import sample_entries, sample_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -12,6 +13,8 @@ from pytest_kernelperf.baselines import yaml_io
 from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey
 from pytest_kernelperf.baselines.store import file_for
 from pytest_kernelperf.baselines.yaml_io import BaselineError, dump, parse
+
+pytestmark = pytest.mark.slow  # hundreds of examples each
 
 PATH = Path("fuzz.yaml")
 TEXT = sample_text().encode()

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Project
+from conftest import SUBPROCESS_ARGS, Project, requires_matplotlib
 from reportkit import setup, times
 
 from pytest_kernelperf.cli import main
@@ -81,6 +81,7 @@ def test_compare_a_run_with_itself_passes_and_options_apply(project: Project) ->
     assert "not in " in text and "test_kernels.py::test_param[d] on Test CPU (hot cache)" in text
 
 
+@requires_matplotlib
 def test_compare_as_a_module_writes_markdown_and_plots(project: Project) -> None:
     old, _ = two_runs(project)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -208,12 +209,13 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "missing-old.json: no such file" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_xdist_controller_writes_one_run_with_every_workers_results(project: Project) -> None:
     setup(project)
     times(project)
     project.monkeypatch.setenv("PYTHONPATH", str(ROOT))
     result = project.pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-n", "2", "--kernelperf", "--kernelperf-json=out/run.json"
+        *SUBPROCESS_ARGS, "-n", "2", "--kernelperf", "--kernelperf-json=out/run.json"
     )
     result.assert_outcomes(passed=5)
     out = project.pytester.path / "out"
@@ -221,6 +223,7 @@ def test_xdist_controller_writes_one_run_with_every_workers_results(project: Pro
     assert len(runfile.load(out / "run.json").results) == 6
 
 
+@requires_matplotlib
 def test_report_renders_a_saved_run(project: Project) -> None:
     _, new = two_runs(project)
     folder = new.parent

@@ -345,6 +345,7 @@ def _build(folder: Path, expression: str) -> Path:
     return library
 
 
+@pytest.mark.slow  # two nvcc builds
 def test_extension_sass_found_in_a_loaded_binary_and_hash_follows_the_math(tmp_path: Path) -> None:
     if codegen.cuobjdump() is None:
         pytest.skip("no cuobjdump")

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import SCRIPTED_CONFTEST, Project
+from conftest import SCRIPTED_CONFTEST, SUBPROCESS_ARGS, Project, seed_peak_cache
 
 from pytest_kernelperf.baselines.yaml_io import read
 from pytest_kernelperf.measure import faults
@@ -297,13 +297,19 @@ def test_skips(kernel_bench):
 """
 
 
+@pytest.mark.slow
 def test_isolation_confines_faults_to_their_tests(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
     project.pytester.makeconftest(POISON_CONFTEST)
     project.module(ISOLATED_MODULE)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
 
+    # The children get the parent's -p options: hypothesis's plugin would import hypothesis in each.
     result = project.run(
-        "--kernelperf-update-baselines", "--kernelperf-isolate", "-rA", "--junitxml=report.xml"
+        *SUBPROCESS_ARGS,
+        "--kernelperf-update-baselines",
+        "--kernelperf-isolate",
+        "-rA",
+        "--junitxml=report.xml",
     )
 
     result.assert_outcomes(passed=3, failed=2, skipped=1)
@@ -325,6 +331,7 @@ def test_isolation_confines_faults_to_their_tests(project: Project, monkeypatch:
 # --- pytest-xdist with a poisoned worker -----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_poisoned_worker_writes_nothing_and_the_others_still_update(
     project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -333,8 +340,9 @@ def test_a_poisoned_worker_writes_nothing_and_the_others_still_update(
     project.module(POISON_MODULE.format(bad="good"), name="test_healthy")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
 
+    seed_peak_cache(project.pytester.path)
     result = project.pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile", "--kernelperf-update-baselines"
+        *SUBPROCESS_ARGS, "-n", "2", "--dist", "loadfile", "--kernelperf-update-baselines"
     )
 
     result.assert_outcomes(passed=7, failed=1, errors=2)

@@ -194,6 +194,7 @@ for _ in range(3):
 """
 
 
+@pytest.mark.slow
 def test_workers_sharing_a_gpu_never_time_at_once(tmp_path: Path) -> None:
     log = tmp_path / "intervals.log"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -245,6 +246,7 @@ def test_k(kernel_bench, n):
 """
 
 
+@pytest.mark.slow
 def test_xdist_workers_pin_to_their_gpus_and_the_summary_says_which(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -253,7 +255,9 @@ def test_xdist_workers_pin_to_their_gpus_and_the_summary_says_which(
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
 
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "3", "--kernelperf")
+    from conftest import SUBPROCESS_ARGS  # here: SHARING_WORKER's processes import this module
+
+    result = pytester.runpytest_subprocess(*SUBPROCESS_ARGS, "-n", "3", "--kernelperf")
 
     result.assert_outcomes(passed=6)
     result.stdout.fnmatch_lines(["*= kernelperf GPUs =*"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import Project
+from conftest import Project, requires_matplotlib
 from reportkit import KERNELS, RATIO, mixed_verdicts, setup, times
 
 from pytest_kernelperf.results import plots
@@ -15,6 +15,7 @@ from pytest_kernelperf.verdict.judge import Verdict
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
+@requires_matplotlib
 def test_plots_per_test_and_per_device(project: Project) -> None:
     mixed_verdicts(project)
     project.module(KERNELS + RATIO)
@@ -37,6 +38,7 @@ def test_plots_per_test_and_per_device(project: Project) -> None:
     assert '"plots/throughput__Test_CPU.png"' in run  # listed among the artefacts
 
 
+@requires_matplotlib
 def test_checked_only_results_draw_nothing(tmp_path: Path) -> None:
     checked = [BenchResult("t.py::test", None, "cpu", Verdict.CHECKED)]
     assert plots.write_all(tmp_path, checked, {}) == []

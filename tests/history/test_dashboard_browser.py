@@ -18,6 +18,7 @@ from .historykit import commit_of
 
 FOUND = browser.find()
 pytestmark = [
+    pytest.mark.extras,  # needs Chromium and its driver: studies/history/install_browser.sh
     pytest.mark.skipif(isinstance(FOUND, str), reason=f"no headless browser: {FOUND}"),
     pytest.mark.usefixtures("stand_in_detector"),
 ]
