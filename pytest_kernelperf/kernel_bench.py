@@ -122,6 +122,28 @@ class KernelBench:
         **kwargs: Any,
     ) -> BenchResult:
         __tracebackhide__ = True
+        try:
+            return self._call(
+                fn, args, kwargs, reference, rtol, atol, name, bytes, flops, max_ratio, fn_kwargs
+            )
+        except _MismatchFound as found:  # the test goes on, and fails at its end
+            return self._mismatch(found, name)
+
+    def _call(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        reference: Callable[..., Any] | None,
+        rtol: float | None,
+        atol: float | None,
+        name: str | None,
+        bytes: int | None,
+        flops: int | None,
+        max_ratio: float | None,
+        fn_kwargs: dict[str, Any] | None,
+    ) -> BenchResult:
+        __tracebackhide__ = True
         with self._hooks.guard(fn, name):
             self._claim(name)
             own = {"reference": reference, "rtol": rtol, "atol": atol, "name": name}
@@ -140,8 +162,6 @@ class KernelBench:
                 reference=reference,
             ) as context:
                 checked = self._check(call, reference, args, kwargs, rtol, atol, name)
-                if isinstance(checked, BenchResult):  # a mismatch: recorded, failed at the test's end
-                    return checked
                 output, notes = checked
                 # No bytes= given: count the tensors read and written (the report says "inferred").
                 inferred = tensor_bytes(args, kwargs, output) if bytes is None else None
@@ -182,15 +202,16 @@ class KernelBench:
         """Check `fn` against `reference` without timing it (e.g. Triton's CPU interpreter, whose
         timings mean nothing); reported as checked, with `why`."""
         __tracebackhide__ = True
-        with self._hooks.guard(fn, name):
-            self._claim(name)
-            own = {"reference": reference, "rtol": rtol, "atol": atol, "name": name}
-            kwargs, (rtol, atol), _ = self._arguments(fn, args, kwargs, fn_kwargs, own)
-            checked = self._check(_bind(fn, args, kwargs), reference, args, kwargs, rtol, atol, name)
-            if isinstance(checked, BenchResult):
-                return checked
-            notes = (why, *checked[1])
-            return self._record(BenchResult(self.nodeid, name, self.device, Verdict.CHECKED, notes=notes))
+        try:
+            with self._hooks.guard(fn, name):
+                self._claim(name)
+                own = {"reference": reference, "rtol": rtol, "atol": atol, "name": name}
+                kwargs, (rtol, atol), _ = self._arguments(fn, args, kwargs, fn_kwargs, own)
+                checked = self._check(_bind(fn, args, kwargs), reference, args, kwargs, rtol, atol, name)
+        except _MismatchFound as found:
+            return self._mismatch(found, name)
+        notes = (why, *checked[1])
+        return self._record(BenchResult(self.nodeid, name, self.device, Verdict.CHECKED, notes=notes))
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -273,8 +294,8 @@ class KernelBench:
         rtol: float | None,
         atol: float | None,
         name: str | None,
-    ) -> tuple[Any, tuple[str, ...]] | BenchResult:
-        """Run fn once and compare with the reference: (output, notes), or the recorded mismatch.
+    ) -> tuple[Any, tuple[str, ...]]:
+        """Run fn once and compare with the reference: (output, notes); raises _MismatchFound.
 
         The reference gets a copy of the inputs as they were before fn ran, so an in-place kernel
         is checked against the right values, and a kernel that changes its inputs is named."""
@@ -304,14 +325,17 @@ class KernelBench:
             return output, notes
         if usage:  # outside the except block: no chained traceback
             self._hooks.fail(problem)
-        if notes:
-            problem += f"\n  {notes[0]}"
+        # Raised through the host's fault guard, which turns a mismatch read back from a broken CUDA
+        # context into that CUDA error; the caller then records the mismatch and lets the test go on.
+        raise _MismatchFound(problem, notes)
+
+    def _mismatch(self, found: _MismatchFound, name: str | None) -> BenchResult:
+        problem = found.problem + (f"\n  {found.notes[0]}" if found.notes else "")
         self._hooks.defer(problem)
-        return self._record(
-            BenchResult(
-                self.nodeid, name, self.device, Verdict.MISMATCH, notes=(problem.splitlines()[0], *notes)
-            )
+        result = BenchResult(
+            self.nodeid, name, self.device, Verdict.MISMATCH, notes=(found.problem, *found.notes)
         )
+        return self._record(result)
 
     def _time(
         self,
@@ -618,6 +642,15 @@ def _not_judged(result: BenchResult, path: Path, cache: str) -> str:
 
 def _bind(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Callable[[], Any]:
     return lambda: fn(*args, **kwargs)
+
+
+class _MismatchFound(Exception):
+    """A wrong answer found by the check: recorded as a mismatch, and the test fails at its end."""
+
+    def __init__(self, problem: str, notes: tuple[str, ...]) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.notes = notes
 
 
 def _argument_name(path: str) -> str:

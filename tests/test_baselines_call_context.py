@@ -70,14 +70,17 @@ def test_a_static_context_is_written_without_empty_lists() -> None:
         ("inputs: [{name: x, shape: [2], stride: [1]}]", "inputs item missing dtype"),
         (
             "inputs: [{name: x, shape: [-2], stride: [1], dtype: f}]",
-            "shape of 'x' must be a list of whole numbers",
+            r"inputs\[0\]\.shape must be a list of whole numbers",
         ),
         (
             "inputs:\n- {name: x, shape: [2], stride: [1], dtype: f}\n"
             "- {name: x, shape: [2], stride: [1], dtype: f}",
             "input 'x' listed twice",
         ),
-        ("kernels: [{name: k, launches: 1, share: 1, ms: 0.5, grid: [0]}]", "grid of 'k' must be a list"),
+        (
+            "kernels: [{name: k, launches: 1, share: 1, ms: 0.5, grid: [0]}]",
+            r"kernels\[0\]\.grid must be a list",
+        ),
     ],
 )
 def test_bad_values_name_the_problem(extra: str, problem: str) -> None:

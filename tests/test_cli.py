@@ -172,8 +172,9 @@ def test_update_baselines_from_json_equals_the_in_run_update(project: Project) -
         "--baseline-dir",
         str(project.pytester.path / "baselines"),
     )
-    # A comparing run measures fewer rounds than an update: its entries differ from the update's.
-    assert code == 0 and "test_kernels.yaml: 0 added, 2 changed, 0 unchanged, 4 kept" in text
+    # Re-measured within noise (the scripted times did not change): the recorded entries and their
+    # dates stay, although a comparing run measures fewer rounds than an update.
+    assert code == 0 and "test_kernels.yaml: 0 added, 0 changed, 2 unchanged, 4 kept" in text
     project.run("--kernelperf").assert_outcomes(passed=5)  # the baselines still judge a run
 
 

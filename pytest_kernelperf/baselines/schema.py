@@ -278,8 +278,8 @@ def _metric(value: Any, at: FieldPath) -> MetricRecord:
     rounds: tuple[float, ...] = ()
     if record.get("rounds_ms") is not None:
         listed = record["rounds_ms"]
-        if not isinstance(listed, (list, tuple)) or not listed:
-            raise SchemaError((*at, "rounds_ms"), "rounds_ms must be a non-empty list")
+        if not isinstance(listed, (list, tuple)):  # empty: an entry measured before rounds
+            raise SchemaError((*at, "rounds_ms"), "rounds_ms must be a list of numbers")
         rounds = tuple(_positive(v, (*at, "rounds_ms", i), "rounds_ms") for i, v in enumerate(listed))
     step = None
     if record.get("resolution_ms") is not None:

@@ -117,9 +117,14 @@ def _entry(entry: BaselineEntry | None) -> dict[str, Any] | None:
     is present, for dashboards); the schema reads null as absent."""
     if entry is None:
         return None
-    data = {"host_latency": None, "kernels": None, **entry_to_data(entry)}
+    # Every documented field is present in the run file; null where the entry has none.
+    absent = dict.fromkeys(("host_latency", "kernels", "compile_context", "autotune", "inputs"))
+    data = {**absent, **entry_to_data(entry)}
     if data["kernels"] is not None:
-        data["kernels"] = [{"code": None, **kernel} for kernel in data["kernels"]]
+        data["kernels"] = [{"code": None, "grid": None, **kernel} for kernel in data["kernels"]]
+    for metric in ("device_time", "host_latency"):
+        if data[metric] is not None:
+            data[metric] = {"rounds_ms": [], "resolution_ms": None, **data[metric]}
     return data
 
 
