@@ -32,14 +32,14 @@ P="-p no:cacheprovider -v -rs"
 case $part in
 examples-aa)
     # The committed baselines (recorded before rounds) judge this run; then record anew and compare.
-    step examples_vs_committed 240 python3 -m pytest --kernelperf example_kernels $P \
+    step examples_vs_committed 200 python3 -m pytest --kernelperf example_kernels $P \
         --kernelperf-json="$W/examples_vs_committed.json"
-    step examples_record 120 python3 -m pytest --kernelperf-update-baselines example_kernels $P \
+    step examples_record 100 python3 -m pytest --kernelperf-update-baselines example_kernels $P \
         --kernelperf-json="$W/examples_record.json"
     cp baselines/example_kernels/test_gelu.yaml "$W/test_gelu.yaml"
-    step examples_compare 120 python3 -m pytest --kernelperf example_kernels $P \
+    step examples_compare 90 python3 -m pytest --kernelperf example_kernels $P \
         --kernelperf-json="$W/examples_compare.json" --kernelperf-markdown="$W/examples.md"
-    step aa 330 python3 studies/aa_study.py --out "$W" --runs 24 --jobs 2 --budget-s 240 --grace-s 60
+    step aa 330 python3 studies/aa_study.py --out "$W" --runs 24 --jobs 2 --budget-s 220 --grace-s 50
     ;;
 schedules)
     step schedules 300 python3 studies/schedule_study.py --out "$W" --budget-s 220 --grace-s 60
