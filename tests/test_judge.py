@@ -150,6 +150,21 @@ def test_throttling_makes_a_modest_change_unreliable() -> None:
     assert result.reason.startswith("GPU throttled in 2 rounds (software power cap): a change of +7.7%")
 
 
+def test_throttling_leaves_an_unchanged_kernel_same() -> None:
+    # A lower clock only makes a run look slower: "same" under throttling is still a judgement.
+    throttled = Throttling(("software power cap",), clock_drop=None, rounds=3)
+    result = judge(
+        rounds(0.13, 1, 5),
+        rounds(0.13, 2, 8),
+        device=DEVICE,
+        threshold=0.005,
+        alpha=0.01,
+        throttling=throttled,
+    )
+    assert result.verdict is Verdict.SAME
+    assert result.reason.startswith("GPU throttled in 3 rounds (software power cap); no slowdown despite it")
+
+
 def test_throttling_cannot_hide_an_8x_slowdown() -> None:
     # A Triton matmul 8.6x slower once passed as `unreliable +760.4%`.
     throttled = Throttling(("software power cap",), clock_drop=None, rounds=5)
@@ -249,8 +264,15 @@ def test_a_a_false_slower_rate_stays_under_its_level() -> None:
     assert slower_rate(0.0, 0.008, 0.0022, 2000, planned=1) <= 0.01
 
 
-def test_a_3_percent_slowdown_of_a_2_us_kernel_is_caught_95_percent_of_the_time() -> None:
-    assert slower_rate(0.03, 0.008, 0.0022, 400, planned=40) >= 0.95
+def test_the_slowdown_a_verdict_says_it_can_detect_is_caught_95_percent_of_the_time() -> None:
+    # A 2.2 us kernel: the smallest change it can detect includes the between-process noise of its
+    # size class, which the scripted rounds do not even have, so the stated figure is conservative.
+    timer = ScriptedTimer(samples=10, jitter=0.002, round_sd=0.008, seed=5)
+    base = measured(timer, kernel(0.0022), 8)
+    current = measured(timer, kernel(0.0022), 5)
+    stated = judge(current, base, device=DEVICE, threshold=0.005, alpha=0.01, planned_judgements=40)
+    assert stated.detectable is not None and 0.03 < stated.detectable < 0.1
+    assert slower_rate(stated.detectable, 0.008, 0.0022, 400, planned=40) >= 0.95
 
 
 def test_a_1_percent_slowdown_of_a_130_us_kernel_is_caught_95_percent_of_the_time() -> None:

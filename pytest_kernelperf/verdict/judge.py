@@ -193,11 +193,15 @@ def judge(
     faster = test.p_faster < test.level and ratio < 1 / (1 + threshold)
     verdict = Verdict.SLOWER if slower else Verdict.FASTER if faster else Verdict.SAME
     if throttling is not None:
-        if throttling.explains(ratio):
+        # A lower clock only ever makes a run look slower: it cannot hide a slowdown, so only a
+        # "slower" that the clock drop could explain is left unjudged.
+        if verdict is Verdict.SLOWER and throttling.explains(ratio):
             verdict = Verdict.UNRELIABLE
             notes.insert(0, f"{throttling.describe()}: a change of {ratio - 1:+.1%} may be the clock's")
-        else:
+        elif verdict is Verdict.SLOWER:
             notes.insert(0, f"{throttling.describe()}, which cannot explain a change of {ratio - 1:+.1%}")
+        else:
+            notes.insert(0, f"{throttling.describe()}; no slowdown despite it")
     elif verdict is Verdict.SAME and ratio > 1 + threshold:
         notes.append("beyond the threshold, not significant")
     return Comparison(
@@ -253,7 +257,8 @@ def round_test(
     base_prior = (prior or noise.NoisePrior()).for_kernel(device, method, baseline_level)
     df = base_prior.df + own_df
     variance = (base_prior.df * base_prior.sd**2 + own_squares) / df
-    se = math.sqrt(variance * (1 / len(current_ms) + 1 / len(baseline_ms)) + 2 * noise.PROCESS_LEVEL_SD**2)
+    process_sd = noise.process_level_sd(baseline_level)
+    se = math.sqrt(variance * (1 / len(current_ms) + 1 / len(baseline_ms)) + 2 * process_sd**2)
     source = (
         f"this kernel's {len(current_ms) + len(baseline_ms)} rounds, shrunk toward {base_prior.source}"
         if own_df

@@ -16,11 +16,25 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-# Between-process component of a measurement's level (relative SD), added to the noise of the
-# difference of two measurements made in different processes. The H200 data found none beyond
-# what round-to-round noise predicts; a small floor keeps a kernel with very steady rounds from
-# being judged on a noise of zero. To be calibrated on the H200 (studies/verdict_simulation.py).
-PROCESS_LEVEL_SD = 0.0003
+# Between-process component of a measurement's level (relative SD), by per-call time: added to the
+# noise of the difference of two measurements made in different processes, since a baseline comes
+# from one process and each run is another. A process's rounds cannot see it. Measured on one H200
+# (2026-12-01, docs/results/aa_real_kernels.md): over 10 processes of the real-kernel suite the level
+# of a process moved 0.04-3.9% (median 0.5%) below 10 us, 0.02-3% (median 0.2%) from 10 to 100 us
+# and 0.0-0.2% above; these values sit near the upper quartile of each class. A kernel noisier than
+# its class can still raise a false alarm; the threshold (a practical floor) is the other guard.
+PROCESS_LEVEL_SD: tuple[tuple[float, float], ...] = (
+    # (upper bound of the class in ms, relative SD)
+    (1e-2, 0.01),
+    (1e-1, 0.003),
+    (math.inf, 0.001),
+)
+
+
+def process_level_sd(level_ms: float) -> float:
+    """The between-process SD (relative) of a kernel taking `level_ms` per call."""
+    return next(sd for upper, sd in PROCESS_LEVEL_SD if level_ms < upper)
+
 
 # The weight (degrees of freedom) a prior gets against a kernel's own rounds. A pooled prior counts
 # for at most POOLED_PRIOR_DF: many entries must not drown a kernel whose own rounds are far noisier.
