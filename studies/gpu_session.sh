@@ -42,10 +42,16 @@ examples-aa)
     step aa 330 python3 studies/aa_study.py --out "$W" --runs 24 --jobs 2 --budget-s 220 --grace-s 50
     ;;
 schedules)
-    step schedules 300 python3 studies/schedule_study.py --out "$W" --budget-s 220 --grace-s 60
+    # The committed baselines (recorded fresh, in rounds) judge this run; then the compiled GELU in
+    # the process's shared compile context against the same baselines.
+    step examples_compare 90 python3 -m pytest --kernelperf example_kernels $P \
+        --kernelperf-json="$W/examples_compare.json"
+    step examples_shared_context 60 python3 -m pytest --kernelperf example_kernels -k compiled $P \
+        -o kernelperf_compile_context=shared
+    step schedules 280 python3 studies/schedule_study.py --out "$W" --budget-s 190 --grace-s 60
     step compile_context_demo 90 env OUT="$W/compile_context" python3 studies/compile_context_demo.py
-    step xdist_throughput 150 python3 studies/xdist_throughput.py --out "$W" --copies 1 --workers 0,2 \
-        --budget-s 100 --grace-s 40
+    step xdist_throughput 130 python3 studies/xdist_throughput.py --out "$W" --copies 1 --workers 0,2 \
+        --budget-s 80 --grace-s 40
     ;;
 *)
     echo "unknown part $part" >&2
