@@ -25,6 +25,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from pytest_kernelperf.settings import DEFAULTS
+from pytest_kernelperf.verdict.judge import Rounds, Verdict
+from pytest_kernelperf.verdict.judge import judge as round_judge
+
 from .changepoints import attribute
 from .store import Point
 
@@ -38,12 +42,25 @@ class BisectError(Exception):
 
 
 def is_slower(good_metric: Mapping[str, Any], candidate_metric: Mapping[str, Any], threshold: float) -> bool:
-    """The one judge of a bisection step: the candidate's median is more than `threshold` (relative)
-    above GOOD's. Both are a run file's `results[].device_time` objects."""
-    good, candidate = good_metric.get("median_ms"), candidate_metric.get("median_ms")
-    if not isinstance(good, (int, float)) or not isinstance(candidate, (int, float)) or good <= 0:
+    """The one judge of a bisection step: the plugin's own verdict (verdict/judge.py) on the
+    candidate's rounds against GOOD's, with `threshold` as the practical floor and the run's default
+    alpha. Both are a run file's `results[].device_time` objects; a side without rounds (a file from
+    before rounds) stands as one round of its median."""
+    good, candidate = _rounds(good_metric), _rounds(candidate_metric)
+    if good is None or candidate is None or good.method != candidate.method:
         return False
-    return bool(candidate / good > 1 + threshold)
+    verdict = round_judge(
+        candidate, good, device="bisect", threshold=threshold, alpha=DEFAULTS["alpha"], planned_judgements=1
+    )
+    return verdict.verdict is Verdict.SLOWER
+
+
+def _rounds(metric: Mapping[str, Any]) -> Rounds | None:
+    median, rounds = metric.get("median_ms"), metric.get("rounds_ms") or []
+    values = [v for v in rounds if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
+    if not isinstance(median, (int, float)) or isinstance(median, bool) or median <= 0:
+        return None
+    return Rounds.stored(str(metric.get("method") or "unknown"), values, float(median))
 
 
 def _results(run: Mapping[str, Any]) -> dict[Key, Mapping[str, Any]]:
