@@ -300,3 +300,10 @@ def test_resolution_is_the_smallest_step_between_distinct_samples() -> None:
 )
 def test_size_classes_are_decades(ms: float, label: str) -> None:
     assert noise.size_class(ms).label == label
+
+
+def test_between_process_noise_by_size_class_and_for_host_clocks() -> None:
+    assert noise.process_level_sd(0.002) == 0.01  # a 2 us kernel's level moves ~1% between processes
+    assert noise.process_level_sd(0.05) == 0.003
+    assert noise.process_level_sd(0.5) == 0.001
+    assert noise.process_level_sd(0.05, "cuda-event") == noise.HOST_PROCESS_LEVEL_SD  # the launch path

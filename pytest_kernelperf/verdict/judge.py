@@ -257,7 +257,7 @@ def round_test(
     base_prior = (prior or noise.NoisePrior()).for_kernel(device, method, baseline_level)
     df = base_prior.df + own_df
     variance = (base_prior.df * base_prior.sd**2 + own_squares) / df
-    process_sd = noise.process_level_sd(baseline_level)
+    process_sd = noise.process_level_sd(baseline_level, method)
     se = math.sqrt(variance * (1 / len(current_ms) + 1 / len(baseline_ms)) + 2 * process_sd**2)
     source = (
         f"this kernel's {len(current_ms) + len(baseline_ms)} rounds, shrunk toward {base_prior.source}"
