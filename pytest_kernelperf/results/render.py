@@ -248,11 +248,27 @@ def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | Non
         lines.append(((CACHE_NOTE, "dim"),))
     if any(r.verdict is Verdict.NEW for r in results):
         lines.append(((NEW_NOTE, "dim"),))
+    lines.extend(((line, "warn"),) for line in host_lines(results))
     overall = totals(results)
     worst = (
         "bad" if any(r.verdict is Verdict.SLOWER or (r.ratio and r.ratio.exceeded) for r in results) else ""
     )
     lines.append((("kernelperf: ", "bold"), (overall, worst or "bold")))
+    return lines
+
+
+def host_lines(results: Sequence[BenchResult]) -> list[str]:
+    """One line per call whose launch path (host latency per call) got significantly slower; it
+    never fails a test (device time decides), so it is told here once rather than warned per test."""
+    lines = []
+    for result in results:
+        host = result.host_comparison
+        if host is None or host.verdict is not Verdict.SLOWER or result.host_median_ms is None:
+            continue
+        lines.append(
+            f"host latency slower: {result.label}: {result.host_median_ms:.4g} ms per call vs baseline "
+            f"{result.host_baseline_ms:.4g} ms ({result.host_change_pct:+.1f}%): the launch path got slower"
+        )
     return lines
 
 
@@ -348,6 +364,8 @@ def markdown(
         lines.extend([CACHE_NOTE, ""])
     if any(r.verdict is Verdict.NEW for r in results):
         lines.extend([NEW_NOTE.replace("--", "`--", 1) + "`", ""])
+    for line in host_lines(results):
+        lines.extend([_md(line), ""])
     if peaks or environment:
         lines.extend(["<details><summary>Environment</summary>", ""])
         for name, env in (environment or {}).items():
