@@ -15,7 +15,17 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 # kernel_bench's own keywords, in the order of its signature.
-OWN_KEYWORDS = ("reference", "rtol", "atol", "name", "bytes", "flops", "max_ratio", "fn_kwargs")
+OWN_KEYWORDS = (
+    "reference",
+    "rtol",
+    "atol",
+    "name",
+    "bytes",
+    "flops",
+    "max_ratio",
+    "restore_inputs",
+    "fn_kwargs",
+)
 
 
 class CallArgumentError(ValueError):

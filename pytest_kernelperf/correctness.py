@@ -168,6 +168,22 @@ def snapshot(values: Any) -> Any:
     return values
 
 
+def restore(into: Any, saved: Any) -> None:
+    """Copy every tensor of the snapshot `saved` back into its original in `into` (same nesting):
+    an in-place kernel then starts each timed call from the same values."""
+    import torch
+
+    if isinstance(into, torch.Tensor) and isinstance(saved, torch.Tensor):
+        with torch.no_grad():
+            into.copy_(saved)
+    elif isinstance(into, (tuple, list)) and isinstance(saved, (tuple, list)):
+        for a, b in zip(into, saved, strict=False):
+            restore(a, b)
+    elif isinstance(into, dict) and isinstance(saved, dict):
+        for key in into.keys() & saved.keys():
+            restore(into[key], saved[key])
+
+
 def mutated(before: Any, after: Any, path: str = "") -> list[str]:
     """Where the tensors of `after` differ from their snapshot `before` (e.g. "args[0]")."""
     import torch

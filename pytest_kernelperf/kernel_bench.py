@@ -18,7 +18,7 @@ from pytest_kernelperf import call_arguments
 from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord, as_stored
 from pytest_kernelperf.baselines.store import BaselineStore
 from pytest_kernelperf.baselines.yaml_io import BaselineError
-from pytest_kernelperf.correctness import Mismatch, Uncomparable, assert_matches, mutated, snapshot
+from pytest_kernelperf.correctness import Mismatch, Uncomparable, assert_matches, mutated, restore, snapshot
 from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.ids import check_name, entry_test_id, split_nodeid
 from pytest_kernelperf.measure.device import DeviceInfo
@@ -118,13 +118,25 @@ class KernelBench:
         bytes: int | None = None,
         flops: int | None = None,
         max_ratio: float | None = None,
+        restore_inputs: bool = False,
         fn_kwargs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> BenchResult:
         __tracebackhide__ = True
         try:
             return self._call(
-                fn, args, kwargs, reference, rtol, atol, name, bytes, flops, max_ratio, fn_kwargs
+                fn,
+                args,
+                kwargs,
+                reference,
+                rtol,
+                atol,
+                name,
+                bytes,
+                flops,
+                max_ratio,
+                fn_kwargs,
+                restore_inputs,
             )
         except _MismatchFound as found:  # the test goes on, and fails at its end
             return self._mismatch(found, name)
@@ -142,6 +154,7 @@ class KernelBench:
         flops: int | None,
         max_ratio: float | None,
         fn_kwargs: dict[str, Any] | None,
+        restore_inputs: object = False,
     ) -> BenchResult:
         __tracebackhide__ = True
         with self._hooks.guard(fn, name):
@@ -151,6 +164,10 @@ class KernelBench:
             kwargs, (rtol, atol), (bytes, flops) = self._arguments(fn, args, kwargs, fn_kwargs, own)
             limit = self._max_ratio(max_ratio, reference)
             call = _bind(fn, args, kwargs)
+            if not isinstance(restore_inputs, bool):
+                self._hooks.fail(f"kernel_bench in {self.nodeid}: restore_inputs= must be True or False")
+            # An in-place kernel declared so: its inputs are put back before every timed call.
+            prepare = _restorer((tuple(args), kwargs)) if restore_inputs else None
             # Opened before the first call: a fresh torch.compile context must precede compilation.
             with CallContext(
                 fn,
@@ -184,6 +201,7 @@ class KernelBench:
                     versus=versus,
                     notes=notes,
                     context=context,
+                    prepare=prepare,
                 )
 
     def check(
@@ -350,6 +368,7 @@ class KernelBench:
         versus: tuple[Callable[..., Any], Callable[[], Any], float] | None = None,
         notes: tuple[str, ...] = (),
         context: CallContext | None = None,
+        prepare: Callable[[], object] | None = None,
     ) -> BenchResult:
         __tracebackhide__ = True
         device = self._hooks.device_info(kind)
@@ -365,7 +384,7 @@ class KernelBench:
             self._hooks.fail(f"kernel_bench cannot time {self.nodeid}: {unusable} (--kernelperf-timer)")
         if context is not None:
             context.pin(baseline.autotune if baseline else None)
-        target = Target(call, device, label=key.test, fn=fn)
+        target = Target(call, device, label=key.test, fn=fn, prepare=prepare)
         plan = self.settings.plan(prefer)
         reference: Timing | None = None
         try:
@@ -645,6 +664,12 @@ class _MismatchFound(Exception):
         super().__init__(problem)
         self.problem = problem
         self.notes = notes
+
+
+def _restorer(inputs: Any) -> Callable[[], object]:
+    """A step that puts `inputs` back as they are now (before the kernel's first call)."""
+    saved = snapshot(inputs)
+    return lambda: restore(inputs, saved)
 
 
 def _argument_name(path: str) -> str:

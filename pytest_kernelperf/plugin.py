@@ -130,6 +130,8 @@ def kernel_bench(request: pytest.FixtureRequest) -> Any:
     median is more than 1.1x the reference's: a check that needs no baseline. ``bytes=`` and
     ``flops=`` give GB/s, TFLOP/s and the fraction of the device's copy bandwidth in the reports
     (without ``bytes=``, the bytes of the input and output tensors are counted).
+    ``restore_inputs=True`` puts an in-place kernel's inputs back before every timed call (outside
+    the timing); ``fn_kwargs={...}`` passes keywords whose names kernel_bench uses itself.
     ``kernel_bench.check(...)`` checks without timing. ``kernel_bench.device`` is "cuda" when a
     CUDA device is usable, else "cpu". Per-test settings: ``@pytest.mark.kernelperf(threshold=...)``.
     """

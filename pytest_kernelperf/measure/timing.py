@@ -162,6 +162,8 @@ class Target:
     device: DeviceInfo
     label: str = ""
     fn: Callable[..., object] | None = None  # the user's function, for timers that inspect it
+    # Run before every call, outside what is timed: restores the inputs of an in-place kernel.
+    prepare: Callable[[], object] | None = None
 
 
 class Timer(Protocol):
@@ -254,17 +256,28 @@ class WallClockTimer:
         began = time.perf_counter()
 
         def one_round(index: int) -> RoundSamples:
-            per_call = warm_up(target.call, sync, plan.warm_up_s(index))
-            return RoundSamples(collect(lambda: _wall_batch(target.call, sync, _batch_size(per_call)), plan))
+            per_call = warm_up(_prepared(target), sync, plan.warm_up_s(index))
+            before = target.prepare
+            return RoundSamples(
+                collect(lambda: _wall_batch(target.call, sync, _batch_size(per_call), before), plan)
+            )
 
         kept, _, _ = run_rounds(plan, None, one_round)
         metric = Metric.of_rounds(self.method, [r.device_ms for r in kept])
         return Timing(device_time=metric, wall_s=time.perf_counter() - began)
 
 
-def _wall_batch(call: Callable[[], object], sync: Callable[[], None], count: int) -> list[float]:
+def _wall_batch(
+    call: Callable[[], object],
+    sync: Callable[[], None],
+    count: int,
+    before: Callable[[], object] | None = None,
+) -> list[float]:
     out = []
     for _ in range(count):
+        if before is not None:
+            before()
+            sync()
         t0 = time.perf_counter_ns()
         call()
         sync()
@@ -303,9 +316,35 @@ class L2Flush:
 
 
 def _flusher(target: Target, plan: SamplingPlan) -> Callable[[], None] | None:
-    if plan.cache != "cold":
+    """What runs before every timed call, outside its timing: the L2 flush of a cold-cache
+    measurement, then the target's own preparation (restoring an in-place kernel's inputs)."""
+    steps = [
+        step
+        for step in (L2Flush(target.device.index) if plan.cache == "cold" else None, target.prepare)
+        if step
+    ]
+    if not steps:
         return None
-    return L2Flush(target.device.index)
+
+    def before() -> None:
+        for step in steps:
+            step()
+
+    return before
+
+
+def _prepared(target: Target) -> Callable[[], object]:
+    """The call as warm-up runs it: after the target's preparation, so an in-place kernel warms up
+    on the same values it is timed on."""
+    prepare, call = target.prepare, target.call
+    if prepare is None:
+        return call
+
+    def prepared_call() -> object:
+        prepare()
+        return call()
+
+    return prepared_call
 
 
 Batch = Callable[[], list[float]]
@@ -328,7 +367,7 @@ class _CudaTimer:
 
         def one_round(index: int) -> RoundSamples:
             nonlocal batch
-            per_call = warm_up(target.call, torch.cuda.synchronize, plan.warm_up_s(index))
+            per_call = warm_up(_prepared(target), torch.cuda.synchronize, plan.warm_up_s(index))
             if batch is None:
                 batch = self.sampler(target, plan, per_call)
             return RoundSamples(collect(batch, plan))
@@ -379,7 +418,7 @@ class CudaGraphTimer(_CudaTimer):
         import torch
 
         flush = _flusher(target, plan)
-        # Cold cache: one call per replay, so that every call finds a flushed L2.
+        # Cold cache or restored inputs: one call per replay, so that each call is prepared.
         calls = 1 if flush is not None else min(_MAX_GRAPH_CALLS, math.ceil(_GRAPH_REPLAY_S / per_call_s))
         graph = capture_graph(target.call, calls)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -455,6 +494,7 @@ class CuptiTimer(_CudaTimer):
     def sampler(self, target: Target, plan: SamplingPlan, per_call_s: float) -> Batch:
         flush = _flusher(target, plan)
         per_call_events = len(profile_device_activity(target.call, 1))
+        before_events = len(profile_device_activity(flush, 1)) if flush is not None else 0
         if per_call_events == 0:
             raise TimingError(
                 "the profiler recorded no device activity (CUPTI blocked or unavailable, "
@@ -466,13 +506,13 @@ class CuptiTimer(_CudaTimer):
 
         def batch() -> list[float]:
             durations = profile_device_activity(target.call, calls, flush)
-            stride = per_call_events + (1 if flush is not None else 0)
+            stride = per_call_events + before_events
             if len(durations) != calls * stride:
                 raise TimingError(
                     f"the call launched a varying number of device activities "
                     f"({len(durations)} for {calls} calls, {per_call_events} expected each)"
                 )
-            skip = 1 if flush is not None else 0  # the flush's own fill kernel leads each call
+            skip = before_events  # what ran before each call (flush, restore) leads it
             return [sum(durations[i * stride + skip : (i + 1) * stride]) / 1e3 for i in range(calls)]
 
         return batch
@@ -542,7 +582,7 @@ class AutoTimer:
 
         def one_round(index: int) -> RoundSamples:
             nonlocal host_batch, device
-            per_call = warm_up(target.call, torch.cuda.synchronize, plan.warm_up_s(index))
+            per_call = warm_up(_prepared(target), torch.cuda.synchronize, plan.warm_up_s(index))
             if host_batch is None:
                 host_batch = CudaEventTimer().sampler(target, host_plan, per_call)
             host = collect(host_batch, host_plan)

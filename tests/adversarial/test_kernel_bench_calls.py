@@ -254,3 +254,29 @@ def test_unusable_settings_fail_cleanly_once(pytester: pytest.Pytester) -> None:
     assert out.count("threshold: expected a fraction such as 0.05") == 1
     assert "During handling" not in out and "Traceback" not in out
     assert "timer 'cuda-event' needs a CUDA device" in out and "(--kernelperf-timer)" in out
+
+
+IN_PLACE_TIMED = """
+import pytest
+import torch
+
+def bump(x):
+    return x.add_(1)
+
+@pytest.mark.parametrize("restore", [True, False])
+def test_bump(kernel_bench, restore):
+    x = torch.zeros(16)
+    kernel_bench(bump, x, name=f"restore={restore}", restore_inputs=restore)
+    calls = int(x[0])
+    if restore:  # put back before every timed call: only the last call's increment remains
+        assert calls == 1, calls
+    else:  # each call saw the previous call's output
+        assert calls > 10, calls
+"""
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="times with the wall clock on a machine without CUDA")
+def test_an_in_place_kernel_declared_so_is_timed_on_restored_inputs(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_in_place=IN_PLACE_TIMED)  # the real wall-clock timer: no scripted conftest
+    result = pytester.runpytest("-p", "no:cacheprovider", "--kernelperf", "--kernelperf-rounds=2")
+    result.assert_outcomes(passed=2)
