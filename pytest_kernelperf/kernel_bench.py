@@ -383,7 +383,8 @@ class KernelBench:
         if timer is None:  # outside the except block: no chained traceback
             self._hooks.fail(f"kernel_bench cannot time {self.nodeid}: {unusable} (--kernelperf-timer)")
         if context is not None:
-            context.pin(baseline.autotune if baseline else None)
+            # Recording lets each autotuner choose afresh: a pin would keep an old config forever.
+            context.pin(baseline.autotune if baseline and not self.settings.update else None)
         target = Target(call, device, label=key.test, fn=fn, prepare=prepare)
         plan = self.settings.plan(prefer)
         reference: Timing | None = None

@@ -242,9 +242,10 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "autotune",
-        "free",
-        "free (default): Triton autotuners pick their config as they will (the choice is recorded); "
-        "baseline: pin each to the config its baseline recorded",
+        "baseline",
+        "baseline (default): when comparing, pin each Triton autotuner to the config its baseline "
+        "recorded, so that its per-process pick neither fails nor hides a change (recording always "
+        "lets it choose); free: let it pick as it will (the choice is recorded and a change noted)",
         _choice(MODES_AUTOTUNE),
         marker=True,
     ),

@@ -71,13 +71,17 @@ def test_choice_recorded_noted_when_it_changes_and_pinned_on_request(project: Pr
     assert recorded["baseline_entry"]["autotune"] == {"double": CHOSEN_32}
     assert f"double: {CHOSEN_32}\n" in project.baseline_file.read_text()
 
-    free = run(project, "16", "--kernelperf")
+    free = run(project, "16", "--kernelperf", "-o", "kernelperf_autotune=free")
     assert free["baseline_entry"]["autotune"] == {"double": CHOSEN_16}
     assert any(
         f"autotuner chose another config than in the baseline: double {CHOSEN_32} -> {CHOSEN_16}" in note
         for note in free["notes"]
     )
 
-    pinned = run(project, "16", "--kernelperf", "-o", "kernelperf_autotune=baseline")
+    pinned = run(project, "16", "--kernelperf")  # the default pins to the baseline's config
     assert pinned["baseline_entry"]["autotune"] == {"double": CHOSEN_32}
     assert not any("autotuner chose" in note for note in pinned["notes"])
+
+    # Recording is never pinned: a re-recorded baseline takes the autotuner's current pick.
+    rerecorded = run(project, "16", "--kernelperf-update-baselines")
+    assert rerecorded["baseline_entry"]["autotune"] == {"double": CHOSEN_16}

@@ -81,8 +81,8 @@ def test_another_autotuner_choice_is_a_note_for_every_verdict_and_a_line_for_a_r
     now = entry(0.115, autotune={"matmul_kernel": "BLOCK_M=128, num_warps=8"})
     expected = (
         "autotuner chose another config than in the baseline: matmul_kernel BLOCK_M=64, num_warps=4 -> "
-        "BLOCK_M=128, num_warps=8 (autotune=baseline pins the baseline's configs, to judge the code apart "
-        "from the autotuner)"
+        "BLOCK_M=128, num_warps=8 (autotune=baseline, the default when comparing, pins the baseline's "
+        "configs to judge the code apart from the autotuner)"
     )
     assert context_notes(base, now) == (expected,)
     assert regression_details(base, ENV, None, current=now)[0] == expected

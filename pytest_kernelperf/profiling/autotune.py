@@ -171,5 +171,6 @@ def autotune_line(baseline: Mapping[str, str] | None, current: Mapping[str, str]
     return (
         "autotuner chose another config than in the baseline: "
         + "; ".join(changed)
-        + " (autotune=baseline pins the baseline's configs, to judge the code apart from the autotuner)"
+        + " (autotune=baseline, the default when comparing, pins the baseline's configs to judge the code "
+        "apart from the autotuner)"
     )
