@@ -668,7 +668,8 @@ class _MismatchFound(Exception):
 
 
 def _restorer(inputs: Any) -> Callable[[], object]:
-    """A step that puts `inputs` back as they are now (before the kernel's first call)."""
+    """A step that puts `inputs` back as they are now (before the kernel's first call). Its own copy:
+    the reference's copy is handed to the reference, which may change it (an in-place reference)."""
     saved = snapshot(inputs)
     return lambda: restore(inputs, saved)
 

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_kernelperf.formatting import significant
 from pytest_kernelperf.measure import health as health_mod
 from pytest_kernelperf.measure.timing import Metric, SamplingPlan, Target, Timing
 from pytest_kernelperf.profiling import inventory
@@ -135,7 +136,7 @@ class FakeProfiler:
                         name=str(item[0]),
                         launches=int(item[1]),
                         share=round(int(item[1]) * float(item[2]) / total, 3) if total else 0.0,
-                        ms=inventory.round_sig(float(item[2])),
+                        ms=significant(float(item[2]), 3),
                         code=str(item[3]) if len(item) > 3 and item[3] is not None else None,
                         grid=tuple(int(g) for g in item[4]) if len(item) > 4 else None,
                     )

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-import tempfile
 import threading
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
@@ -38,7 +37,6 @@ from studies.study_common import (
     load_run,
     markdown_table,
     median_ms,
-    out_dir,
     process_timeout,
     pytest_command,
     ratio_of,
@@ -47,6 +45,7 @@ from studies.study_common import (
     short_stdout,
     split_list,
     spread,
+    study_folders,
     verdict_counts,
     write_json,
     write_text,
@@ -85,16 +84,7 @@ class Study:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.out = out_dir(args.out)
-        self.folder = self.out / "aa"
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.baselines = Path(args.baseline_dir).resolve() if args.baseline_dir else self.folder / "baselines"
-        self._temporary: str | None = None
-        if args.artifacts_dir:
-            self.artifacts = Path(args.artifacts_dir).resolve()
-        else:
-            self._temporary = tempfile.mkdtemp(prefix="kernelperf-aa-")
-            self.artifacts = Path(self._temporary)
+        self.out, self.folder, self.baselines, self.artifacts, self._temporary = study_folders(args, "aa")
         self.budget = Budget(args.budget_s)
         self.log = Log(self.folder / "pytest.log")
         self.lock = threading.Lock()

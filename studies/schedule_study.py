@@ -25,7 +25,6 @@ import argparse
 import re
 import shutil
 import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,6 @@ from studies.study_common import (
     load_run,
     markdown_table,
     median_ms,
-    out_dir,
     process_timeout,
     pytest_command,
     result_key,
@@ -48,6 +46,7 @@ from studies.study_common import (
     short_stdout,
     split_list,
     spread,
+    study_folders,
     verdict_counts,
     workers_from_output,
     write_json,
@@ -134,16 +133,9 @@ class Study:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.out = out_dir(args.out)
-        self.folder = self.out / "schedule"
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.baselines = Path(args.baseline_dir).resolve() if args.baseline_dir else self.folder / "baselines"
-        self._temporary: str | None = None
-        if args.artifacts_dir:
-            self.artifacts = Path(args.artifacts_dir).resolve()
-        else:
-            self._temporary = tempfile.mkdtemp(prefix="kernelperf-schedule-")
-            self.artifacts = Path(self._temporary)
+        self.out, self.folder, self.baselines, self.artifacts, self._temporary = study_folders(
+            args, "schedule"
+        )
         self.budget = Budget(args.budget_s)
         self.log = Log(self.folder / "pytest.log")
         self.record: dict[str, Any] | None = None

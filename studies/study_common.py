@@ -17,6 +17,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -36,6 +37,19 @@ def out_dir(explicit: str | None = None) -> Path:
     folder = Path(explicit or os.environ.get("OUT") or "out")
     folder.mkdir(parents=True, exist_ok=True)
     return folder.resolve()
+
+
+def study_folders(args: argparse.Namespace, name: str) -> tuple[Path, Path, Path, Path, str | None]:
+    """(out, $OUT/<name>, the private baseline folder, the artefacts folder, the temporary folder to
+    remove at the end or None) of a study: its own baselines and artefacts, so it touches no checkout."""
+    out = out_dir(args.out)
+    folder = out / name
+    folder.mkdir(parents=True, exist_ok=True)
+    baselines = Path(args.baseline_dir).resolve() if args.baseline_dir else folder / "baselines"
+    if args.artifacts_dir:
+        return out, folder, baselines, Path(args.artifacts_dir).resolve(), None
+    temporary = tempfile.mkdtemp(prefix=f"kernelperf-{name}-")
+    return out, folder, baselines, Path(temporary), temporary
 
 
 def common_arguments(parser: argparse.ArgumentParser, default_budget_s: float) -> None:

@@ -51,7 +51,6 @@ def file_for(baseline_dir: Path, module: str) -> Path:
     return baseline_dir.joinpath(*parts)
 
 
-
 # --- the session's view of all baseline files --------------------------------------------------
 
 
@@ -67,6 +66,11 @@ class FileUpdate:
     replaced_unreadable: str | None = None  # the error of a bad file replaced on request
     removed: tuple[EntryKey, ...] = ()  # unused entries pruned on request
     error: str | None = None  # why the file was not written (it was left as it was)
+
+    @classmethod
+    def refused(cls, path: Path, error: str) -> FileUpdate:
+        """A file left as it was, and why."""
+        return cls(path, added=(), changed=(), unchanged=0, kept=0, error=error)
 
 
 class BaselineStore:
@@ -124,13 +128,9 @@ class BaselineStore:
         """
         if interrupted and not write_interrupted:
             return [
-                FileUpdate(
+                FileUpdate.refused(
                     path,
-                    added=(),
-                    changed=(),
-                    unchanged=0,
-                    kept=0,
-                    error=f"the run was interrupted: {len(entries)} measured "
+                    f"the run was interrupted: {len(entries)} measured "
                     f"{'entry' if len(entries) == 1 else 'entries'} not written "
                     f"({', '.join(sorted({key.test for key in entries}))}); run the update again, or "
                     f"write what an interrupted run measured with {WRITE_INTERRUPTED_OPTION}",
@@ -160,13 +160,9 @@ class BaselineStore:
             old = read(path)
         except BaselineError as exc:
             if not self.replace_unreadable:
-                return FileUpdate(
+                return FileUpdate.refused(
                     path,
-                    added=(),
-                    changed=(),
-                    unchanged=0,
-                    kept=0,
-                    error=f"it cannot be read ({_where(exc)}{exc.problem}), and rewriting it would lose "
+                    f"it cannot be read ({_where(exc)}{exc.problem}), and rewriting it would lose "
                     f"its other entries; {REPAIR.replace('FILE', str(path))}; "
                     f"{len(new)} measured {'entry' if len(new) == 1 else 'entries'} not written",
                 )

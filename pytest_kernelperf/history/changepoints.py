@@ -430,3 +430,19 @@ def resolve_commit(store: HistoryStore, commit: str) -> list[int]:
         "SELECT id FROM runs WHERE commit_sha LIKE ? ORDER BY created, id", (commit.lower() + "%",)
     ).fetchall()
     return [int(r[0]) for r in rows]
+
+
+def status_text(report: SeriesReport, *, since: bool = True) -> str:
+    """A series' state in words: not analysed, too few runs, steady, or its last change (with the
+    commit it happened at, unless `since` is off: the dashboard filters on the bare words)."""
+    if not report.analysed:
+        return "not analysed"
+    if len(report.points) < 5:
+        return "too few runs"
+    last = report.last_change
+    if last is None:
+        return "steady"
+    word = f"{'drift ' if last.kind == 'drift' else ''}{'slower' if last.slowdown else 'faster'}"
+    if not since:
+        return word
+    return f"{word} since {short(last.commit) if last.commit else f'run {last.run_id}'}"

@@ -31,8 +31,9 @@ from .changepoints import (
     analyse_store,
     resolve_commit,
     short,
+    status_text,
 )
-from .store import HistoryError, HistoryStore, git_info, load_run_file
+from .store import HistoryError, HistoryStore, git_info, load_run_file, rev_parse
 
 DEFAULT_DB = Path(".kernelperf") / "history.sqlite"
 ENV_DB = "KERNELPERF_HISTORY"
@@ -179,19 +180,6 @@ def series_label(report: SeriesReport) -> str:
     return f"{key.test}{name}{metric}"
 
 
-def status_text(report: SeriesReport) -> str:
-    if not report.analysed:
-        return "not analysed"
-    if len(report.points) < 5:
-        return "too few runs"
-    last = report.last_change
-    if last is None:
-        return "steady"
-    word = "drift " if last.kind == "drift" else ""
-    since = short(last.commit) if last.commit else f"run {last.run_id}"
-    return f"{word}{'slower' if last.slowdown else 'faster'} since {since}"
-
-
 def _table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for n, row in enumerate(rows):
@@ -238,7 +226,7 @@ def _detect(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
         ids = resolve_commit(store, args.since)
         if not ids:
             info = git_info(Path("."))
-            resolved = _rev_parse(args.since)
+            resolved = rev_parse(".", "--verify", "--quiet", f"{args.since}^{{commit}}")
             ids = resolve_commit(store, resolved) if resolved else []
             if not ids:
                 where = f" (HEAD here is {short(info[0])})" if info else ""
@@ -261,22 +249,6 @@ def _detect(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
             file=out,
         )
     return 1 if slow else 0
-
-
-def _rev_parse(ref: str) -> str | None:
-    import subprocess
-
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None
 
 
 EXPORT_COLUMNS = (

@@ -18,22 +18,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .changepoints import SeriesReport, short
+from pytest_kernelperf.formatting import significant
 
-
-def _sig(value: float, digits: int = 6) -> float:
-    return float(f"{value:.{digits}g}")
-
-
-def _status(report: SeriesReport) -> str:
-    if not report.analysed:
-        return "unanalysed"
-    if len(report.points) < 5:
-        return "few runs"
-    last = report.last_change
-    if last is None:
-        return "steady"
-    return ("drift " if last.kind == "drift" else "") + ("slower" if last.slowdown else "faster")
+from .changepoints import SeriesReport, short, status_text
 
 
 def _artifacts(report: SeriesReport, base: Path | None) -> list[list[str]]:
@@ -60,14 +47,14 @@ def series_data(report: SeriesReport, base: Path | None = None) -> dict[str, Any
         "device": key.device,
         "cache": key.cache,
         "metric": key.metric,
-        "status": _status(report),
+        "status": status_text(report, since=False),
         "total": round(report.total_change_pct, 3),
         "last": None if last is None else round(last.change_pct, 3),
         "lastAt": None if last is None else (short(last.commit) if last.commit else f"run {last.run_id}"),
-        "latest": _sig(report.latest.median_ms),
+        "latest": significant(report.latest.median_ms),
         "verdict": report.latest.verdict or "",
-        "v": [_sig(p.value) for p in points],
-        "r": [[_sig(x, 5) for x in p.rounds()] for p in points],
+        "v": [significant(p.value) for p in points],
+        "r": [[significant(x, 5) for x in p.rounds()] for p in points],
         "c": [short(p.commit) if p.commit else f"run {p.run_id}" for p in points],
         "t": [p.created for p in points],
         "cp": [

@@ -171,28 +171,24 @@ class Point:
 # --- git -----------------------------------------------------------------------------------------
 
 
+def rev_parse(cwd: Path | str, *args: str) -> str | None:
+    """`git rev-parse ARGS` in `cwd`, or None when git is missing, fails or says nothing."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", *args], cwd=cwd, capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    out = done.stdout.strip()
+    return out if done.returncode == 0 and out else None
+
+
 def git_info(rootdir: Path | str) -> tuple[str, str | None] | None:
     """(commit, branch) of the checkout at `rootdir`, or None outside git; branch None when detached."""
-
-    def rev_parse(*args: str) -> str | None:
-        try:
-            done = subprocess.run(
-                ["git", "rev-parse", *args],
-                cwd=rootdir,
-                capture_output=True,
-                text=True,
-                timeout=30,
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        out = done.stdout.strip()
-        return out if done.returncode == 0 and out else None
-
-    commit = rev_parse("HEAD")
+    commit = rev_parse(rootdir, "HEAD")
     if commit is None:
         return None
-    branch = rev_parse("--abbrev-ref", "HEAD")
+    branch = rev_parse(rootdir, "--abbrev-ref", "HEAD")
     return commit, None if branch in (None, "HEAD") else branch
 
 

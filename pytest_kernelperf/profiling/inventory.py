@@ -63,10 +63,6 @@ class KernelRecord:
         return self.launches * self.ms
 
 
-def round_sig(value: float, digits: int = 3) -> float:
-    return significant(value, digits)
-
-
 def summarize(events: Iterable[DeviceEvent], calls: int) -> tuple[KernelRecord, ...]:
     """The inventory of `calls` profiled calls: the `MAX_KERNELS` kernels taking the most time."""
     if calls < 1:
@@ -85,7 +81,7 @@ def summarize(events: Iterable[DeviceEvent], calls: int) -> tuple[KernelRecord, 
             name=name,
             launches=max(1, round(counts[name] / calls)),
             share=round(totals[name] / everything, 3) if everything > 0 else 0.0,
-            ms=round_sig(totals[name] / counts[name] / 1e3),
+            ms=significant(totals[name] / counts[name] / 1e3, 3),
             grid=_one_grid(grids[name]),
         )
         for name in counts
