@@ -3,12 +3,16 @@
 Every process's measurement of a kernel is judged against every other process's measurement of it as
 the baseline (N processes: N x (N - 1) judgements per kernel), with the one judge at its defaults and
 the level of a run of `--suite` kernels; then again with the current rounds scaled by 1.01 and 1.03
-(a planted slowdown on top of the real noise). Reads the JSONL that studies/aa_study.py's runs give
-(one line per measurement: run, test, name, verdict, method, rounds_ms), e.g.
-docs/results/aa_real_kernels_rounds.jsonl. Measurements whose verdict was `unreliable` (throttled
-rounds kept) are left out, as a run would not judge them either.
+(a planted slowdown on top of the real noise). Reads a JSONL of rounds (one line per measurement:
+run, test, name, verdict, method, rounds_ms), e.g. docs/results/aa_real_kernels_rounds.jsonl, or the
+`aa` folders of studies/aa_study.py (record.json and run_*.json; several folders are one study, their
+runs named by folder) and writes that JSONL with `--write-rounds`. Measurements whose verdict was
+`unreliable` (throttled rounds kept) are left out, as a run would not judge them either. Also prints,
+per size class, how far a process's level moved beyond what its own rounds explain: the
+between-process SD that `verdict/noise.py`'s PROCESS_LEVEL_SD stands for.
 
     python3 studies/aa_rejudge.py docs/results/aa_real_kernels_rounds.jsonl [--suite 40]
+    python3 studies/aa_rejudge.py out1/aa out2/aa --write-rounds rounds.jsonl
 """
 
 from __future__ import annotations
@@ -16,9 +20,13 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
+import statistics
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -33,14 +41,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("rounds_file", type=Path)
+    parser.add_argument("sources", type=Path, nargs="+", help="a rounds JSONL, or aa_study.py folders")
+    parser.add_argument("--write-rounds", type=Path, help="write the rounds read as one JSONL")
     parser.add_argument("--suite", type=int, default=40, help="judgements per run (the m of alpha / m)")
     parser.add_argument("--skip-run", action="append", default=["record"], help="runs left out")
     args = parser.parse_args()
     measured: dict[str, dict[str, Rounds]] = defaultdict(dict)
     prior = NoisePrior()
-    for line in args.rounds_file.read_text().splitlines():
-        row = json.loads(line)
+    rows = list(read_rounds(args.sources))
+    if args.write_rounds:
+        args.write_rounds.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    for row in rows:
         if row["verdict"] == "unreliable" or row["run"] in args.skip_run:
             continue
         rounds = Rounds(row["method"], tuple(row["rounds_ms"]))
@@ -85,7 +96,56 @@ def main() -> int:
         f"{200 * false / judged:.2f}"
     )
     print("A/A false slower by kernel:", {k: n for k, n in offenders.most_common() if n})
+    print_between_process(measured)
     return 0
+
+
+def read_rounds(sources: list[Path]) -> Iterator[dict[str, Any]]:
+    for source in sources:
+        if source.is_file():
+            yield from (json.loads(line) for line in source.read_text().splitlines() if line.strip())
+            continue
+        prefix = f"{source.parent.name}/" if len(sources) > 1 else ""
+        for path in sorted(source.glob("*.json")):
+            if path.stem != "record" and not path.stem.startswith("run_"):
+                continue
+            document = json.loads(path.read_text())
+            for result in document.get("results") or []:
+                timing = result.get("device_time") or {}
+                if not timing.get("rounds_ms"):
+                    continue
+                yield {
+                    "run": "record" if path.stem == "record" else prefix + path.stem,
+                    "test": result["nodeid"],
+                    "name": result.get("name"),
+                    "verdict": result["verdict"],
+                    "method": timing["method"],
+                    "rounds_ms": timing["rounds_ms"],
+                }
+
+
+def print_between_process(measured: dict[str, dict[str, Rounds]]) -> None:
+    """Per size class, the SD of a process's mean log level beyond what its rounds' own spread predicts
+    (var of process means - mean within-process var / rounds), over the kernels of that class."""
+    by_class: dict[str, list[float]] = defaultdict(list)
+    lows: dict[str, float] = {}
+    for runs in measured.values():
+        if len(runs) < 3:
+            continue
+        logs = [[math.log(v) for v in r.rounds_ms] for r in runs.values()]
+        means = [statistics.fmean(x) for x in logs]
+        within = statistics.fmean(statistics.variance(x) / len(x) for x in logs if len(x) > 1)
+        between = max(0.0, statistics.variance(means) - within)
+        size = size_class(math.exp(statistics.fmean(means)))
+        lows[size.label] = size.low_ms
+        by_class[size.label].append(math.sqrt(between))
+    print("between-process SD of a measurement's level, beyond its rounds (per kernel)")
+    print("| size class | kernels | median | upper quartile | max |")
+    print("|---|---|---|---|---|")
+    for label in sorted(by_class, key=lows.__getitem__):
+        sds = sorted(by_class[label])
+        quartile = sds[min(len(sds) - 1, (3 * len(sds)) // 4)]
+        print(f"| {label} | {len(sds)} | {statistics.median(sds):.2%} | {quartile:.2%} | {sds[-1]:.2%} |")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,10 @@
 #                                                      # compare; A/A of the real-kernel suite
 #   OUT=out bash studies/gpu_session.sh schedules      # verdicts under other schedules; compile
 #                                                      # context demo; xdist throughput
+#   OUT=out bash studies/gpu_session.sh aa-sequential  # A/A of the real-kernel suite, one process at a
+#                                                      # time; a later call on the same (warm) machine
+#                                                      # adds processes against the same baselines
+#   OUT=out bash studies/gpu_session.sh history        # a real run history of a demo repository
 # Everything lands under $OUT/work as it is measured and is packed into $OUT/<part>.tgz at the end (or
 # when a step runs out of time), with each step's last lines in $OUT/<part>.txt.
 set -u
@@ -52,6 +56,19 @@ schedules)
     step compile_context_demo 90 env OUT="$W/compile_context" python3 studies/compile_context_demo.py
     step xdist_throughput 130 python3 studies/xdist_throughput.py --out "$W" --copies 1 --workers 0,2 \
         --budget-s 80 --grace-s 40
+    ;;
+aa-sequential)
+    # Baselines kept in an ignored folder that survives between calls on a warm machine.
+    keep=out/aa-sequential-baselines
+    skip=""
+    [ -d "$keep" ] && skip=--skip-record
+    step aa "${AA_LIMIT_S:-560}" python3 studies/aa_study.py --out "$W" --runs 40 --jobs 1 \
+        --baseline-dir "$keep" $skip --budget-s "${AA_BUDGET_S:-490}" --grace-s 50
+    cp -r "$keep" "$W/aa/baselines"
+    ;;
+history)
+    step real_history "${HISTORY_LIMIT_S:-300}" python3 studies/history/real_history.py --out "$W" \
+        --commits 16 --budget-s "${HISTORY_BUDGET_S:-230}"
     ;;
 *)
     echo "unknown part $part" >&2
