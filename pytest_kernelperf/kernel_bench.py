@@ -454,11 +454,13 @@ class KernelBench:
         verdict: Verdict,
     ) -> CallProfile | None:
         """Profile the call once more, after its timing: for everything with --kernelperf-profile,
-        for a slower or unreliable verdict (to explain it), and for the kernel inventory of an update."""
+        for a slower or unreliable verdict (to explain it), and for the kernel inventory of an update
+        or of a run kept in the history (whose change points are attributed from inventories)."""
         settings = self.settings
         explain = not settings.update and verdict in (Verdict.SLOWER, Verdict.UNRELIABLE)
         write_files = settings.profile or explain
-        if self._hooks.profile is None or not (write_files or settings.update):
+        inventory = settings.update or settings.history is not None
+        if self._hooks.profile is None or not (write_files or inventory):
             return None
         request = ProfileRequest(
             call=call,

@@ -101,6 +101,21 @@ def test_passing_calls_are_not_profiled_by_default(profiled: Profiled) -> None:
     assert "kernelperf profiles" not in result.stdout.str()
 
 
+def test_a_run_kept_in_the_history_records_every_inventory_without_artefacts(
+    profiled: Profiled, tmp_path: Path
+) -> None:
+    from pytest_kernelperf.history.store import HistoryStore
+
+    database = tmp_path / "history.sqlite"
+    profiled.run("--kernelperf-update-baselines", kernels=ONE)
+    profiled.run("--kernelperf", f"--kernelperf-history={database}", kernels=ONE).assert_outcomes(passed=1)
+    assert profiled.profile_calls == ["test_kernels.py::test_kernel folder=False"]
+    assert not profiled.folder.exists()
+    with HistoryStore(database) as store:
+        ((point,),) = store.points().values()
+    assert [kernel["code"] for kernel in point.inventory() or ()] == ["aaaaaaaaaaaa"]
+
+
 def test_regression_message_names_the_added_kernel_and_the_artefacts(profiled: Profiled) -> None:
     profiled.run("--kernelperf-update-baselines", kernels=ONE)
     result = profiled.run("--kernelperf", kernels=TWO, ms=1.3)

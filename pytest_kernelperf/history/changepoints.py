@@ -88,7 +88,8 @@ class Attribution:
     inventory_known: bool = False  # both sides have a kernel inventory
     code_known: bool = False  # both sides have code hashes for some common kernel
     autotune_changed: tuple[str, ...] = ()
-    autotune_known: bool = False
+    # Which sides recorded autotuner choices: a run records None when the call had no autotuner.
+    autotune_sides: tuple[bool, bool] = (False, False)
     environment_changed: tuple[tuple[str, str | None, str | None], ...] = ()
 
     def clauses(self) -> list[str]:
@@ -106,8 +107,11 @@ class Attribution:
                 out.append(f"kernels added: {', '.join(self.kernels_added)}")
             if self.kernels_removed:
                 out.append(f"kernels removed: {', '.join(self.kernels_removed)}")
-        if not self.autotune_known:
-            out.append("autotune choice not recorded")
+        if self.autotune_sides == (False, False):
+            out.append("no autotuned kernel")
+        elif self.autotune_sides != (True, True):
+            side = "after" if self.autotune_sides[1] else "before"
+            out.append(f"autotune choices only {side} the change")
         elif self.autotune_changed:
             out.append(f"autotune choice changed ({', '.join(self.autotune_changed)})")
         else:
@@ -154,8 +158,8 @@ def attribute(before: Point, after: Point) -> Attribution:
                 if a != b:
                     code_changed.append(name)
     autotune_changed: list[str] = []
-    autotune_known = before.autotune is not None and after.autotune is not None
-    if autotune_known:
+    sides = (before.autotune is not None, after.autotune is not None)
+    if all(sides):
         a_tune, b_tune = dict(before.autotune or {}), dict(after.autotune or {})
         autotune_changed = sorted(k for k in set(a_tune) | set(b_tune) if a_tune.get(k) != b_tune.get(k))
     env_changed = tuple(
@@ -170,7 +174,7 @@ def attribute(before: Point, after: Point) -> Attribution:
         inventory_known=old is not None and new is not None,
         code_known=code_known,
         autotune_changed=tuple(autotune_changed),
-        autotune_known=autotune_known,
+        autotune_sides=sides,
         environment_changed=env_changed,
     )
 
