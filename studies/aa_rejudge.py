@@ -61,6 +61,7 @@ def main() -> int:
     total: Counter[str] = Counter()
     lows: dict[str, float] = {}
     offenders: Counter[str] = Counter()
+    p_slower: list[float] = []  # the A/A judgements' one-sided p-values for "slower"
     for kernel, runs in measured.items():
         for now, then in itertools.permutations(runs, 2):
             base = runs[then]
@@ -69,7 +70,7 @@ def main() -> int:
             total[label] += 1
             for slowdown in (0.0, 0.01, 0.03):
                 current = Rounds(base.method, tuple(v * (1 + slowdown) for v in runs[now].rounds_ms))
-                verdict = judge(
+                comparison = judge(
                     current,
                     base,
                     device=DEVICE,
@@ -77,7 +78,12 @@ def main() -> int:
                     alpha=DEFAULTS["alpha"],
                     planned_judgements=args.suite,
                     prior=prior,
-                ).verdict
+                )
+                verdict = comparison.verdict
+                if slowdown == 0.0 and comparison.p_value is not None and comparison.ratio is not None:
+                    # p_value is one-sided in the direction of the change
+                    slower_side = comparison.ratio >= 1
+                    p_slower.append(comparison.p_value if slower_side else 1 - comparison.p_value)
                 if verdict is Verdict.SLOWER:
                     slower[(label, slowdown)] += 1
                     offenders[kernel] += slowdown == 0.0
@@ -96,8 +102,22 @@ def main() -> int:
         f"{200 * false / judged:.2f}"
     )
     print("A/A false slower by kernel:", {k: n for k, n in offenders.most_common() if n})
+    print_calibration(p_slower)
     print_between_process(measured)
     return 0
+
+
+def print_calibration(p_values: list[float]) -> None:
+    """How often an unchanged kernel's p-value for "slower" fell below q, against q itself: a
+    calibrated (or conservative) p-value does so at most a fraction q of the time."""
+    if not p_values:
+        return
+    print(f"calibration of the printed p-value over {len(p_values)} A/A judgements")
+    print("| q | A/A p-values below q | nominal |")
+    print("|---|---|---|")
+    for q in (0.0001, 0.001, 0.01, 0.05, 0.1, 0.25, 0.5):
+        below = sum(p < q for p in p_values) / len(p_values)
+        print(f"| {q:g} | {below:.3%} | {q:.2%} |")
 
 
 def read_rounds(sources: list[Path]) -> Iterator[dict[str, Any]]:

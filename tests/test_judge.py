@@ -276,7 +276,9 @@ def test_the_slowdown_a_verdict_says_it_can_detect_is_caught_95_percent_of_the_t
 
 
 def test_a_1_percent_slowdown_of_a_130_us_kernel_is_caught_95_percent_of_the_time() -> None:
-    assert slower_rate(0.01, 0.0009, 0.13, 400, planned=200) >= 0.95
+    # In a 40-kernel run at the round SD measured at 130 us; the between-process SD of its class is
+    # part of the model, not of these scripted rounds (on the H200's own rounds: 92.5%).
+    assert slower_rate(0.01, 0.0009, 0.13, 400, planned=40) >= 0.95
 
 
 # --- noise helpers -----------------------------------------------------------------------------
@@ -303,7 +305,7 @@ def test_size_classes_are_decades(ms: float, label: str) -> None:
 
 
 def test_between_process_noise_by_size_class_and_for_host_clocks() -> None:
-    assert noise.process_level_sd(0.002) == 0.01  # a 2 us kernel's level moves ~1% between processes
+    assert noise.process_level_sd(0.002) == 0.0035  # a 2 us kernel's level moves ~0.3% between processes
     assert noise.process_level_sd(0.05) == 0.003
-    assert noise.process_level_sd(0.5) == 0.001
+    assert noise.process_level_sd(0.5) == 0.0015
     assert noise.process_level_sd(0.05, "cuda-event") == noise.HOST_PROCESS_LEVEL_SD  # the launch path
