@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from studies.study_common import Budget, out_dir  # noqa: E402
+from studies.study_common import Budget, out_dir
 
 TEMPLATE = Path(__file__).resolve().parent / "demo_repo"
 SLOWDOWN = ("BLOCK = 1024  #", "BLOCK = 64  #")
@@ -63,6 +63,7 @@ def pytest(repo: Path, log: Path, *options: str, timeout: float) -> tuple[int, f
         try:
             rc = subprocess.run(
                 [sys.executable, "-m", "pytest", "-q", "-rfE", *options],
+                check=False,
                 cwd=repo,
                 stdout=sink,
                 stderr=subprocess.STDOUT,
@@ -82,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slowdown-at", type=int, default=7)
     parser.add_argument("--codegen-at", type=int, default=12)
     parser.add_argument("--budget-s", type=float, default=240.0)
+    parser.add_argument("-k", dest="select", help="only the tests pytest's -k selects")
     args = parser.parse_args(argv)
     budget = Budget(args.budget_s)
     folder = out_dir(args.out) / "real_history"
@@ -97,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     git(repo, "config", "user.name", "Demo")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "demo kernels")
-    rc, wall = pytest(repo, logs / "record.log", "--kernelperf-update-baselines", timeout=180)
+    select = ["-k", args.select] if args.select else []
+    rc, wall = pytest(repo, logs / "record.log", "--kernelperf-update-baselines", *select, timeout=180)
     print(f"record: rc={rc} {wall:.1f} s", flush=True)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "--allow-empty", "-m", "baselines")
@@ -111,10 +114,11 @@ def main(argv: list[str] | None = None) -> int:
             git(repo, "add", "-A")
             git(repo, "commit", "-q", "-m", message)
         log = logs / f"run_{number:02d}.log"
-        rc, wall = pytest(repo, log, "--kernelperf", history, timeout=120)
+        rc, wall = pytest(repo, log, "--kernelperf", history, *select, timeout=120)
         summary = log.read_text().strip().splitlines()[-1:] or ["(no output)"]
         print(
-            f"commit {number:02d} {git(repo, 'rev-parse', '--short', 'HEAD')} {message!r}: rc={rc} {wall:.1f} s {summary[0]}",
+            f"commit {number:02d} {git(repo, 'rev-parse', '--short', 'HEAD')} {message!r}: "
+            f"rc={rc} {wall:.1f} s {summary[0]}",
             flush=True,
         )
     cli = [sys.executable, "-m", "pytest_kernelperf", "history", "--db", str(database)]
@@ -127,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             ["report", "--html", str(folder / "dashboard.html"), "--title", "Demo repository on one H200"],
         ),
     ):
-        done = subprocess.run(cli + extra, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(cli + extra, check=False, capture_output=True, text=True, timeout=120)
         (folder / f"{name}.txt").write_text(done.stdout + done.stderr)
         print(f"history {name}: exit {done.returncode}", flush=True)
     return 0
