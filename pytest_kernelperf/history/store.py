@@ -306,9 +306,11 @@ def _measurements(run: Mapping[str, Any]) -> Iterator[tuple[SeriesKey, dict[str,
                     peak = peaks.get(device)
                     peak_gbps = _number(peak.get("gb_per_s")) if isinstance(peak, dict) else None
                     peak_gbps = peak_gbps or _number(throughput.get("peak_gb_per_s"))
+                    # A run file leaves the fraction null for a call whose bytes fit in cache.
+                    resident = "peak_fraction" in throughput and throughput["peak_fraction"] is None
                     if peak_gbps:
                         row["peak_gb_per_s"] = peak_gbps
-                        row["peak_fraction"] = row["gb_per_s"] / peak_gbps
+                        row["peak_fraction"] = None if resident else row["gb_per_s"] / peak_gbps
             name = result.get("name")
             key = SeriesKey(
                 result["nodeid"],

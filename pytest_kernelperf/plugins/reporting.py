@@ -23,6 +23,7 @@ from pytest_kernelperf.plugins.role import ROLE
 from pytest_kernelperf.plugins.session import KernelperfSession
 from pytest_kernelperf.results import render, runfile
 from pytest_kernelperf.results.result import BenchResult
+from pytest_kernelperf.verdict.judge import Verdict
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 MARKUP: dict[str, dict[str, bool]] = {
@@ -116,13 +117,20 @@ class Reports:
         return not failed
 
     def _append_history(self, path: Path, results: list[BenchResult]) -> None:
-        """One timed run into the history database, with the checkout's commit and branch."""
+        """One timed run into the history database, with the checkout's commit and branch; a result
+        without a baseline gets its portable figures set beside other devices' from the history."""
+        from pytest_kernelperf.history.portable import portable_note
         from pytest_kernelperf.history.store import HistoryStore, git_info
 
         run = runfile.run_to_dict(self.run_report(results, self.state.settings.json or path))
         commit, branch = git_info(self.config.rootpath) or (None, None)
         with HistoryStore(path) as store:
             store.append_run(run, commit=commit, branch=branch, source="this run")
+            for result in results:
+                if result.verdict is Verdict.NEW:
+                    note = portable_note(store, result.nodeid, result.name or "", result.device)
+                    if note:
+                        self.notes.append(f"{result.label} is new on {result.device}: {note}")
 
     def _xdist_controller_without_results(self, results: list[BenchResult]) -> bool:
         # Workers whose results never arrived (they crashed): an empty file would hide that.

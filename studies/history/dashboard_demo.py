@@ -96,22 +96,9 @@ def main() -> int:
     cli.main(["history", "--db", str(db), "report", "--html", str(page), "--title", title])
     if args.screenshot is None:
         return 0
-    sys.path.insert(0, str(ROOT / "tests" / "history"))
-    from selenium.webdriver.common.action_chains import ActionChains
+    from studies.history.screenshot import screenshot
 
-    from pytest_kernelperf.history import browser
-
-    driver = browser.start(1280, 1560)
-    try:
-        driver.get(page.as_uri())
-        browser.wait_ready(driver)
-        marker = driver.find_elements("css selector", "g.marker line.hit")[0]
-        ActionChains(driver).move_to_element(marker).perform()
-        assert browser.console_errors(driver) == []
-        args.screenshot.parent.mkdir(parents=True, exist_ok=True)
-        driver.save_screenshot(str(args.screenshot))
-    finally:
-        driver.quit()
+    screenshot(page, args.screenshot)
     print(f"wrote {args.screenshot}")
     return 0
 

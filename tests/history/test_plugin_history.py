@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import Project
+from conftest import SCRIPTED_CONFTEST, Project
 
 from pytest_kernelperf.history.store import HistoryStore
 
@@ -17,3 +17,49 @@ def test_each_timed_run_is_appended_and_a_check_only_run_is_not(project: Project
     with HistoryStore(database, create=False) as store:
         assert len(store.runs()) == 2
         assert len(store.series()) >= 1
+
+
+DEVICE_FROM_ENVIRONMENT = """
+import os
+
+from pytest_kernelperf.measure.device import DeviceInfo
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_kernelperf_device_info(config, kind):
+    return DeviceInfo(kind="cpu", name=os.environ["FAKE_DEVICE"], environment={})
+"""
+
+TIMED_REFERENCE = """
+import os
+
+import torch
+
+def kernel(x):
+    return x * 2
+
+kernel.fake_ms = float(os.environ["FAKE_MS"])
+
+def reference(x):
+    return x + x
+
+reference.fake_ms = 1.0
+
+def test_kernel(kernel_bench):
+    kernel_bench(kernel, torch.ones(64), reference=reference, max_ratio=100)
+"""
+
+
+def test_a_new_result_is_set_beside_other_devices_figures(project: Project) -> None:
+    project.pytester.makeconftest(SCRIPTED_CONFTEST + DEVICE_FROM_ENVIRONMENT)
+    project.module(TIMED_REFERENCE)
+    flag = f"--kernelperf-history={project.pytester.path / 'history.sqlite'}"
+    project.monkeypatch.setenv("FAKE_DEVICE", "Old GPU")
+    first = project.run(flag, "--kernelperf", ms=2.0)
+    first.assert_outcomes(passed=1)
+    assert "is new on Old GPU" not in first.stdout.str()  # nothing to set it beside yet
+    project.monkeypatch.setenv("FAKE_DEVICE", "New GPU")
+    second = project.run(flag, "--kernelperf", ms=3.0)
+    second.assert_outcomes(passed=1)
+    second.stdout.fnmatch_lines(
+        ["kernelperf: test_kernels.py::test_kernel is new on New GPU: 3.00x the reference here; 2.00x on Old GPU"]
+    )
