@@ -61,5 +61,8 @@ def test_a_new_result_is_set_beside_other_devices_figures(project: Project) -> N
     second = project.run(flag, "--kernelperf", ms=3.0)
     second.assert_outcomes(passed=1)
     second.stdout.fnmatch_lines(
-        ["kernelperf: test_kernels.py::test_kernel is new on New GPU: 3.00x the reference here; 2.00x on Old GPU"]
+        [
+            "kernelperf: test_kernels.py::test_kernel is new on New GPU: "
+            "3.00x the reference here; 2.00x on Old GPU"
+        ]
     )
