@@ -51,8 +51,7 @@ def test_attribution_names_the_kernel_whose_code_changed() -> None:
     found = attribute(before, after)
     assert found.code_changed == ("triton_poi_fused_mul_0",)
     assert found.text() == (
-        "generated code of triton_poi_fused_mul_0 changed; no autotuned kernel; "
-        "environment unchanged"
+        "generated code of triton_poi_fused_mul_0 changed; no autotuned kernel; environment unchanged"
     )
 
 
