@@ -78,6 +78,11 @@ class Callbacks:
     # the run has read) and how many judgements the run plans on a device (Bonferroni's m).
     noise_prior: Callable[[str], NoisePrior] = lambda device: NoisePrior()
     planned_judgements: Callable[[str], int] = lambda device: 1
+    # The rounds of a measurement's past runs in the run history, oldest first, by (test id, name,
+    # device, cache mode): its own between-process noise. None without a history.
+    past_rounds: Callable[[str, str | None, str, str], Sequence[Sequence[float]] | None] = (
+        lambda nodeid, name, device, cache: None
+    )
 
 
 class KernelBench:
@@ -510,6 +515,9 @@ class KernelBench:
             rounds_of(baseline.device_time) if baseline else None,
             threshold=settings.threshold,
             throttling=throttling,
+            history=self._hooks.past_rounds(self.nodeid, name, device.name, settings.cache)
+            if baseline
+            else None,
             **common,  # type: ignore[arg-type]
         )
         host_base = baseline.host_latency if baseline else None

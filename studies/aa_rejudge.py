@@ -44,6 +44,12 @@ def main() -> int:
     parser.add_argument("sources", type=Path, nargs="+", help="a rounds JSONL, or aa_study.py folders")
     parser.add_argument("--write-rounds", type=Path, help="write the rounds read as one JSONL")
     parser.add_argument("--suite", type=int, default=40, help="judgements per run (the m of alpha / m)")
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=0,
+        help="judge each pair with the rounds of up to N other processes as the kernel's run history",
+    )
     parser.add_argument("--skip-run", action="append", default=["record"], help="runs left out")
     args = parser.parse_args()
     measured: dict[str, dict[str, Rounds]] = defaultdict(dict)
@@ -65,6 +71,8 @@ def main() -> int:
     for kernel, runs in measured.items():
         for now, then in itertools.permutations(runs, 2):
             base = runs[then]
+            others = [r.rounds_ms for run, r in runs.items() if run not in (now, then)]
+            history = others[: args.history] if args.history else None
             size = size_class(geometric_mean(base.rounds_ms))
             label, lows[size.label] = size.label, size.low_ms
             total[label] += 1
@@ -78,6 +86,7 @@ def main() -> int:
                     alpha=DEFAULTS["alpha"],
                     planned_judgements=args.suite,
                     prior=prior,
+                    history=history,
                 )
                 verdict = comparison.verdict
                 if slowdown == 0.0 and comparison.p_value is not None and comparison.ratio is not None:
@@ -88,7 +97,8 @@ def main() -> int:
                     slower[(label, slowdown)] += 1
                     offenders[kernel] += slowdown == 0.0
     threshold = DEFAULTS["threshold"]
-    print(f"judgements at level alpha/{args.suite}, threshold {threshold:g}, {len(measured)} kernels")
+    learnt = f", between-process SD learnt from {args.history} other processes" if args.history else ""
+    print(f"judgements at level alpha/{args.suite}, threshold {threshold:g}, {len(measured)} kernels{learnt}")
     print("| size class | judgements | A/A false slower | +1% caught | +3% caught |")
     print("|---|---|---|---|---|")
     for label in sorted(total, key=lows.__getitem__):

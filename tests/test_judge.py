@@ -309,3 +309,52 @@ def test_between_process_noise_by_size_class_and_for_host_clocks() -> None:
     assert noise.process_level_sd(0.05) == 0.003
     assert noise.process_level_sd(0.5) == 0.0015
     assert noise.process_level_sd(0.05, "cuda-event") == noise.HOST_PROCESS_LEVEL_SD  # the launch path
+
+
+# --- between-process noise learnt from the run history -------------------------------------------
+
+
+def history_runs(level_ms: float, between_sd: float, runs: int, seed: int = 3) -> list[list[float]]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(runs):
+        run_level = level_ms * math.exp(rng.gauss(0, between_sd))
+        out.append([run_level * math.exp(rng.gauss(0, 0.0005)) for _ in range(5)])
+    return out
+
+
+def test_too_short_a_history_leaves_the_class_value() -> None:
+    few = history_runs(0.05, 0.0005, noise.HISTORY_MIN_RUNS - 1)
+    assert noise.history_level_sd(few) is None
+    learnt = noise.process_noise(0.05, "cupti", few)
+    assert learnt.sd == noise.process_level_sd(0.05)
+    assert learnt.source == "0.30% built in for 10 us-100 us kernels"
+
+
+def test_a_quiet_kernels_history_narrows_its_between_process_noise() -> None:
+    runs = history_runs(0.05, 0.0005, 40)
+    estimate = noise.history_level_sd(runs)
+    assert estimate is not None
+    own, count = estimate
+    assert count == 40 and 0.0003 < own < 0.0008  # the 0.05% it was drawn with
+    learnt = noise.process_noise(0.05, "cupti", runs)
+    assert learnt.sd < 0.5 * noise.process_level_sd(0.05)
+    assert "over 40 runs in the history, shrunk toward 0.30% for 10 us-100 us kernels" in learnt.source
+
+
+def test_a_step_in_the_history_widens_the_noise_at_most_to_three_times_the_class_value() -> None:
+    runs = history_runs(0.05, 0.0005, 20) + history_runs(0.05 * 1.2, 0.0005, 20, seed=4)
+    learnt = noise.process_noise(0.05, "cupti", runs)
+    assert learnt.sd <= noise.HISTORY_MAX_FACTOR * noise.process_level_sd(0.05)
+    assert learnt.sd > noise.process_level_sd(0.05)
+
+
+def test_the_history_lets_a_quiet_kernel_show_a_1_percent_slowdown() -> None:
+    timer = ScriptedTimer(samples=10, jitter=0.002, round_sd=0.0005, seed=9)
+    base = measured(timer, kernel(0.05), 8)
+    current = measured(timer, kernel(0.05 * 1.01), 5)
+    settings = {"device": DEVICE, "threshold": 0.005, "alpha": 0.01, "planned_judgements": 40}
+    assert judge(current, base, **settings).verdict is Verdict.SAME  # type: ignore[arg-type]
+    learnt = judge(current, base, history=history_runs(0.05, 0.0005, 40), **settings)  # type: ignore[arg-type]
+    assert learnt.verdict is Verdict.SLOWER
+    assert "between-process SD" in learnt.evidence() and "runs in the history" in learnt.evidence()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import warnings
 from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractContextManager
@@ -65,6 +66,7 @@ class KernelperfSession:
             deferred=self._deferred.setdefault(nodeid, []).append,
             noise_prior=lambda device: self.baseline_set(device)[0],
             planned_judgements=lambda device: self.baseline_set(device)[1],
+            past_rounds=self.past_rounds,
         )
         return KernelBench(nodeid=nodeid, settings=settings, store=self.store, hooks=hooks, device=device)
 
@@ -72,6 +74,27 @@ class KernelperfSession:
         """The failures kernel_bench deferred to the end of this test (each measured row is shown
         before the test fails), forgotten once taken."""
         return self._deferred.pop(nodeid, [])
+
+    def past_rounds(
+        self, nodeid: str, name: str | None, device: str, cache: str
+    ) -> list[tuple[float, ...]] | None:
+        """The rounds of this measurement's past runs in the run history (`--kernelperf-history`),
+        oldest first; None without one. A history that cannot be read leaves the judge at its
+        built-in between-process noise; writing this run to it at the end reports the problem."""
+        path = self.settings.history
+        if path is None or not path.is_file():
+            return None
+        from pytest_kernelperf.history.store import HistoryError, HistoryStore
+
+        try:
+            with HistoryStore(path, create=False) as history:
+                found = [
+                    sid for sid, key in history.find_series(nodeid, name or "", device) if key.cache == cache
+                ]
+                points = history.points(found[0]).get(found[0], []) if found else []
+                return [point.rounds() for point in points]
+        except (HistoryError, sqlite3.Error, OSError, ValueError):
+            return None
 
     def baseline_set(self, device: str) -> tuple[NoisePrior, int]:
         """For one device: the round noise pooled from the baseline entries of this run's test

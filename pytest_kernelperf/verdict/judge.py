@@ -10,7 +10,8 @@ mean log round location of this run with the baseline's:
 
 * difference d = mean(log current rounds) - mean(log baseline rounds); ratio = exp(d);
 * noise: the kernel's pooled within-set round SD, shrunk toward a prior SD (empirical Bayes:
-  s^2 = (nu0 s0^2 + nu s_own^2) / (nu0 + nu)), with a small between-process floor;
+  s^2 = (nu0 s0^2 + nu s_own^2) / (nu0 + nu)), plus the between-process part of two processes'
+  levels (by size class, or learnt from the kernel's past runs in the history);
 * Student t with nu0 + nu degrees of freedom, one-sided, at the per-judgement level alpha / m,
   m being the number of judgements the run plans (Bonferroni: alpha is the suite's false-alarm rate);
 * "slower" needs that evidence AND the ratio beyond the practical floor `threshold`.
@@ -22,7 +23,7 @@ import enum
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pytest_kernelperf.verdict import noise
 
@@ -113,6 +114,8 @@ class Comparison:
     planned_judgements: int | None = None
     noise_sd: float | None = None  # round-to-round SD used, relative
     noise_source: str = ""
+    process_sd: float | None = None  # between-process SD used, relative
+    process_source: str = ""
     detectable: float | None = None  # smallest slowdown caught with POWER at this level
     rounds: int | None = None  # this run's rounds
     baseline_rounds: int | None = None
@@ -140,6 +143,8 @@ class Comparison:
         )
         if self.noise_sd is not None:
             parts.append(f"round noise SD {self.noise_sd:.2%} ({self.noise_source})")
+        if self.process_sd is not None:
+            parts.append(f"between-process SD {self.process_sd:.2%} ({self.process_source})")
         if self.detectable is not None:
             parts.append(f"smallest detectable slowdown {self.detectable:.2%} at {POWER:.0%} power")
         text = "; ".join(parts)
@@ -162,8 +167,11 @@ def judge(
     prior: noise.NoisePrior | None = None,
     throttling: Throttling | None = None,
     baseline_name: str = "baseline",
+    history: Sequence[Sequence[float]] | None = None,
 ) -> Comparison:
-    """The verdict on `current` against `baseline` (see the module docstring for the model)."""
+    """The verdict on `current` against `baseline` (see the module docstring for the model).
+    `history`: the rounds of this kernel's past runs (oldest first), to learn its between-process
+    noise from."""
     planned = max(1, planned_judgements)
     if baseline is None:
         return Comparison(
@@ -181,7 +189,9 @@ def judge(
             alpha=alpha,
             planned_judgements=planned,
         )
-    test = round_test(current.rounds_ms, baseline.rounds_ms, device, current.method, alpha / planned, prior)
+    test = round_test(
+        current.rounds_ms, baseline.rounds_ms, device, current.method, alpha / planned, prior, history
+    )
     notes = []
     if baseline.legacy:
         notes.append(
@@ -213,6 +223,8 @@ def judge(
         level=test.level,
         noise_sd=test.sd,
         noise_source=test.source,
+        process_sd=test.process.sd if test.process else None,
+        process_source=test.process.source if test.process else "",
         detectable=max(test.detectable, threshold),
         rounds=len(current.rounds_ms),
         baseline_rounds=len(baseline.rounds_ms),
@@ -233,6 +245,7 @@ class RoundTest:
     df: float
     source: str
     detectable: float  # smallest relative slowdown detected with POWER
+    process: noise.ProcessSD | None = None  # the between-process part, when the test has one
 
 
 def round_test(
@@ -242,8 +255,10 @@ def round_test(
     method: str,
     level: float,
     prior: noise.NoisePrior | None = None,
+    history: Sequence[Sequence[float]] | None = None,
 ) -> RoundTest:
-    """Two-sample t test of log round locations with a shrunk, pooled SD."""
+    """Two-sample t test of log round locations with a shrunk, pooled SD, plus the between-process
+    part of two processes' levels."""
     if not current_ms or not baseline_ms:
         raise ValueError("a comparison needs at least one round on each side")
     baseline_level = noise.geometric_mean(baseline_ms)
@@ -257,14 +272,14 @@ def round_test(
     base_prior = (prior or noise.NoisePrior()).for_kernel(device, method, baseline_level)
     df = base_prior.df + own_df
     variance = (base_prior.df * base_prior.sd**2 + own_squares) / df
-    process_sd = noise.process_level_sd(baseline_level, method)
-    se = math.sqrt(variance * (1 / len(current_ms) + 1 / len(baseline_ms)) + 2 * process_sd**2)
+    process = noise.process_noise(baseline_level, method, history)
+    se = math.sqrt(variance * (1 / len(current_ms) + 1 / len(baseline_ms)) + 2 * process.sd**2)
     source = (
         f"this kernel's {len(current_ms) + len(baseline_ms)} rounds, shrunk toward {base_prior.source}"
         if own_df
         else base_prior.source
     )
-    return _t_test(d, se, df, level, math.sqrt(variance), source)
+    return replace(_t_test(d, se, df, level, math.sqrt(variance), source), process=process)
 
 
 def _t_test(d: float, se: float, df: float, level: float, sd: float, source: str) -> RoundTest:

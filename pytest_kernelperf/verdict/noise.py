@@ -45,6 +45,61 @@ def process_level_sd(level_ms: float, method: str = "cupti") -> float:
     return next(sd for upper, sd in PROCESS_LEVEL_SD if level_ms < upper)
 
 
+# A kernel's own between-process SD can be learnt from its past runs in the run history (each run a
+# process, its rounds kept). The class value above is the prior, with this weight in degrees of
+# freedom; the history is used from HISTORY_MIN_RUNS runs, its newest HISTORY_MAX_RUNS. A step in
+# the history (a change accepted since) widens the spread of the runs; the learnt SD is held to at
+# most HISTORY_MAX_FACTOR times the class value, so that such a step cannot leave a kernel unjudged.
+# On the H200 A/A rounds (docs/results/aa_sequential.md) a robust scale (median of successive
+# differences) ignored the rare large process-to-process moves and raised false alarms (40 in
+# 16,800 judgements); the plain SD did not (1, as with the class values).
+HISTORY_CLASS_DF = 4
+HISTORY_MIN_RUNS = 10
+HISTORY_MAX_RUNS = 40
+HISTORY_MAX_FACTOR = 3.0
+
+
+@dataclass(frozen=True)
+class ProcessSD:
+    """The between-process relative SD a judgement uses, and where it came from."""
+
+    sd: float
+    source: str
+
+
+def history_level_sd(runs_rounds_ms: Sequence[Sequence[float]]) -> tuple[float, int] | None:
+    """A kernel's between-process SD from its past runs (each run's rounds) and the number of runs
+    it came from, or None with fewer than HISTORY_MIN_RUNS runs: the SD of the runs' mean log
+    levels, less the part the runs' own round noise explains."""
+    runs = [r for r in runs_rounds_ms if r][-HISTORY_MAX_RUNS:]
+    if len(runs) < HISTORY_MIN_RUNS:
+        return None
+    means = [math.fsum(math.log(v) for v in r) / len(r) for r in runs]
+    grand = math.fsum(means) / len(means)
+    total = math.fsum((m - grand) ** 2 for m in means) / (len(means) - 1)
+    spreads = [log_sum_of_squares(r) for r in runs]
+    within = [squares / df / (df + 1) for squares, df in spreads if df]  # variance of a run's mean
+    explained = math.fsum(within) / len(within) if within else 0.0
+    return math.sqrt(max(0.0, total - explained)), len(runs)
+
+
+def process_noise(
+    level_ms: float, method: str, history: Sequence[Sequence[float]] | None = None
+) -> ProcessSD:
+    """The between-process SD for a kernel of `level_ms`: its class value, or that shrunk toward
+    what the kernel's own past runs show when the history holds enough of them."""
+    base = process_level_sd(level_ms, method)
+    label = "host clocks" if method in HOST_METHODS else f"{size_class(level_ms).label} kernels"
+    learnt = history_level_sd(history) if history else None
+    if learnt is None:
+        return ProcessSD(base, f"{base:.2%} built in for {label}")
+    own, runs = learnt
+    own = min(own, HISTORY_MAX_FACTOR * base)
+    weight = runs - 1
+    sd = math.sqrt((HISTORY_CLASS_DF * base**2 + weight * own**2) / (HISTORY_CLASS_DF + weight))
+    return ProcessSD(sd, f"{own:.2%} over {runs} runs in the history, shrunk toward {base:.2%} for {label}")
+
+
 # The weight (degrees of freedom) a prior gets against a kernel's own rounds. A pooled prior counts
 # for at most POOLED_PRIOR_DF: many entries must not drown a kernel whose own rounds are far noisier.
 BUILTIN_PRIOR_DF = 30

@@ -66,3 +66,27 @@ def test_a_new_result_is_set_beside_other_devices_figures(project: Project) -> N
             "3.00x the reference here; 2.00x on Old GPU"
         ]
     )
+
+
+def test_a_kernels_past_runs_in_the_history_set_its_between_process_noise(project: Project) -> None:
+    import json
+
+    from pytest_kernelperf.verdict.noise import HISTORY_MIN_RUNS
+
+    project.module()
+    flag = f"--kernelperf-history={project.pytester.path / 'history.sqlite'}"
+    report = project.pytester.path / "run.json"
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
+
+    def process_source(run: int) -> str:
+        # Each run a little different: the history stores identical runs once.
+        ms = 1.0 + run * 1e-5
+        project.run(flag, "--kernelperf", f"--kernelperf-json={report}", ms=ms).assert_outcomes(passed=1)
+        (result,) = json.loads(report.read_text())["results"]
+        return str(result["comparison"]["process_source"])
+
+    assert process_source(0) == "0.15% built in for 1 ms-10 ms kernels"
+    for run in range(1, HISTORY_MIN_RUNS):
+        process_source(run)
+    learnt = process_source(HISTORY_MIN_RUNS)
+    assert f"over {HISTORY_MIN_RUNS} runs in the history, shrunk toward 0.15% for 1 ms-10 ms" in learnt
