@@ -263,7 +263,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "history",
         None,
-        "append every timed run to this SQLite run history (`python -m pytest_kernelperf history`)",
+        "append every timed run to this SQLite run history (`python -m pytest_kernelperf history`); "
+        "each kernel's between-process noise is learnt from its past runs there",
         _path,
     ),
     # Processes.
