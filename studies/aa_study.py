@@ -5,8 +5,8 @@ Records baselines once into a private folder, then runs N fresh `pytest --kernel
 against them, J at a time, and counts per measurement (test id + name) the verdicts over the
 processes. Every "slower" here is a false alarm: nothing changed between the runs.
 
-    OUT=out python3 studies/aa_study.py --runs 12 --jobs 2 --budget-s 480
-    OUT=out python3 studies/aa_study.py --runs 16 --jobs 2 --gpus 0,1 --record-gpu 0 --compare-gpus 1
+    OUT=out python3 studies/aa_study.py --runs 12 --budget-s 480
+    OUT=out python3 studies/aa_study.py --runs 16 --jobs 2 --gpus 0,1 --record-gpu 0 --compare-gpus 0,1
 
 Writes under $OUT (default ./out): aa/record.json (the recording run), aa/run_NNN.json and .xml (each
 comparison process), aa/baselines/ (the recorded YAML), aa/pytest.log (each process's output,
@@ -189,6 +189,14 @@ class Study:
         self.record_baselines()
         gpus = split_list(self.args.compare_gpus) or split_list(self.args.gpus) or [None]  # type: ignore[list-item]
         jobs = max(1, self.args.jobs)
+        if jobs > len(gpus):
+            # Processes timing on one GPU at once move each other's levels (up to 5.7% on an H200,
+            # docs/results/aa_sequential.md): the study would measure that, not the suite's noise.
+            print(
+                f"warning: {jobs} processes at a time on {len(gpus)} GPU(s): their timings disturb "
+                "each other; use --jobs 1 (or one GPU per job) to measure the suite's own noise",
+                flush=True,
+            )
         next_index = iter(range(1, self.args.runs + 1))
         index_lock = threading.Lock()
 

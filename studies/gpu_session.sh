@@ -43,6 +43,8 @@ examples-aa)
     cp baselines/example_kernels/test_gelu.yaml "$W/test_gelu.yaml"
     step examples_compare 90 python3 -m pytest --kernelperf example_kernels $P \
         --kernelperf-json="$W/examples_compare.json" --kernelperf-markdown="$W/examples.md"
+    # Two processes at a time on one GPU, as for docs/results/aa_real_kernels.md; they disturb each
+    # other's timings, so the verdict's values come from the aa-sequential part instead.
     step aa 330 python3 studies/aa_study.py --out "$W" --runs 24 --jobs 2 --budget-s 220 --grace-s 50
     ;;
 schedules)
