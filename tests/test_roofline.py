@@ -12,8 +12,8 @@ from reportkit import DEVICE, setup, times
 
 from pytest_kernelperf.measure import roofline
 from pytest_kernelperf.measure.device import DeviceInfo
-from pytest_kernelperf.measure.roofline import Peak
 from pytest_kernelperf.results.result import BenchResult
+from pytest_kernelperf.results.throughput import Peak, figures
 from pytest_kernelperf.verdict.judge import Verdict
 
 CPU = DeviceInfo("cpu", "Some CPU")
@@ -40,13 +40,13 @@ def test_figures_from_bytes_flops_and_peak() -> None:
         flops=10**9,
         bytes_inferred=True,
     )
-    fig = roofline.figures(result, Peak("Some GPU", 4000.0, 1, "m", "d"))
+    fig = figures(result, Peak("Some GPU", 4000.0, 1, "m", "d"))
     assert fig.gb_per_s == pytest.approx(2 * 2**30 / 0.5e-3 / 1e9)
     assert fig.tflop_per_s == pytest.approx(2.0)
     assert fig.gb_per_s is not None and fig.peak_fraction == pytest.approx(fig.gb_per_s / 4000)
     assert fig.bytes_inferred
-    assert roofline.figures(result, None).peak_fraction is None
-    untimed = roofline.figures(BenchResult("t.py::t", None, "cpu", Verdict.CHECKED, bytes=8), None)
+    assert figures(result, None).peak_fraction is None
+    untimed = figures(BenchResult("t.py::t", None, "cpu", Verdict.CHECKED, bytes=8), None)
     assert untimed.gb_per_s is None
 
 

@@ -1,4 +1,4 @@
-"""Roofline figures: GB/s, TFLOP/s, and the fraction of the device's measured copy bandwidth.
+"""The device's measured copy bandwidth (its peak), and the bytes a call moves.
 
 A memory-bound kernel (GELU, softmax, any elementwise op) is as fast as it can be when it moves its
 bytes at the device's copy bandwidth; "0.51 ms" says little across GPUs, "98% of copy bandwidth"
@@ -14,14 +14,14 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from pytest_kernelperf.baselines.atomic import write_atomic
 from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.measure.device import DeviceInfo
-from pytest_kernelperf.results.result import BenchResult
+from pytest_kernelperf.results.throughput import Peak, busy
 
 CACHE_FILE = "peak_bandwidth.json"
 CACHE_VERSION = 1
@@ -29,50 +29,6 @@ CACHE_VERSION = 1
 _CUDA_COPY_BYTES = 1 << 30
 _CPU_COPY_BYTES = 256 << 20
 _REPEATS = {"cuda": 20, "cpu": 10}
-
-
-@dataclass(frozen=True)
-class Peak:
-    """The measured copy bandwidth of one device (GB/s, bytes read plus bytes written)."""
-
-    device: str
-    gb_per_s: float
-    bytes: int  # bytes moved by one copy (read + write)
-    method: str
-    measured: str  # UTC date of the measurement
-    # The device's last-level cache (an H200's 60 MiB L2, a CPU's L3): a call whose bytes fit in it
-    # runs from the cache under a hot cache, and "% of memory bandwidth" means nothing for it.
-    cache_bytes: int | None = None
-    # Load average per core while a CPU copy was timed: a busy machine lowers the peak.
-    load_per_core: float | None = None
-
-
-# A CPU peak measured while other work ran is too low; such a peak is used for its run only.
-BUSY_LOAD_PER_CORE = 0.5
-
-
-@dataclass(frozen=True)
-class Figures:
-    gb_per_s: float | None
-    tflop_per_s: float | None
-    peak_fraction: float | None  # gb_per_s over the device's copy bandwidth
-    bytes_inferred: bool
-    cache_resident: bool = False  # the call's bytes fit in the device's cache: no % of peak
-
-
-def figures(result: BenchResult, peak: Peak | None) -> Figures:
-    gbps, tflops = result.throughput
-    resident = (
-        peak is not None
-        and peak.cache_bytes is not None
-        and result.bytes is not None
-        and result.cache != "cold"
-        and result.bytes <= peak.cache_bytes
-    )
-    fraction = None
-    if gbps is not None and peak is not None and peak.gb_per_s > 0 and not resident:
-        fraction = gbps / peak.gb_per_s
-    return Figures(gbps, tflops, fraction, result.bytes_inferred and result.bytes is not None, resident)
 
 
 def tensor_bytes(*values: Any) -> int | None:
@@ -238,11 +194,6 @@ def peak_from_dict(data: Mapping[str, Any], device: str | None = None) -> Peak:
         cache_bytes=int(cache_bytes) if isinstance(cache_bytes, int) and cache_bytes > 0 else None,
         load_per_core=float(load) if isinstance(load, (int, float)) and not isinstance(load, bool) else None,
     )
-
-
-def busy(peak: Peak) -> bool:
-    """Whether the machine was busy while `peak` was measured (its figure is then too low)."""
-    return peak.load_per_core is not None and peak.load_per_core > BUSY_LOAD_PER_CORE
 
 
 def session_peaks(

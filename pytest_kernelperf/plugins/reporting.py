@@ -23,6 +23,7 @@ from pytest_kernelperf.plugins.role import ROLE
 from pytest_kernelperf.plugins.session import KernelperfSession
 from pytest_kernelperf.results import render, runfile
 from pytest_kernelperf.results.result import BenchResult
+from pytest_kernelperf.results.throughput import Peak
 from pytest_kernelperf.verdict.judge import Verdict
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -40,7 +41,7 @@ class Reports:
     def __init__(self, config: pytest.Config, state: KernelperfSession) -> None:
         self.config = config
         self.state = state
-        self.peaks: dict[str, roofline.Peak] = {}
+        self.peaks: dict[str, Peak] = {}
         self.notes: list[str] = []  # problems the user should see in the summary
         self.written: list[tuple[str, Path]] = []  # (what, where) for the summary
         self.plots: list[Path] = []

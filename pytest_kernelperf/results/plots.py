@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_kernelperf.ids import file_part
-from pytest_kernelperf.measure.roofline import Peak, figures
 from pytest_kernelperf.results.render import VERDICT_STYLE, Group, change_text, groups
 from pytest_kernelperf.results.result import BenchResult
+from pytest_kernelperf.results.throughput import Peak, figures
 from pytest_kernelperf.verdict.judge import Verdict
 
 # The terminal's styles of verdicts, in plot colours: both outputs mark the same verdicts.

@@ -19,8 +19,8 @@ from pathlib import Path
 from pytest_kernelperf.baselines.store import FileUpdate
 from pytest_kernelperf.formatting import significant
 from pytest_kernelperf.ids import display_name, split_nodeid
-from pytest_kernelperf.measure.roofline import Figures, Peak, busy, figures
 from pytest_kernelperf.results.result import BenchResult
+from pytest_kernelperf.results.throughput import Figures, Peak, busy, figures
 from pytest_kernelperf.verdict.judge import Verdict
 
 _PARAMS = re.compile(r"\[(?P<param>.*)\]$")

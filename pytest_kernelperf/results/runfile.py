@@ -29,8 +29,8 @@ from pytest_kernelperf.baselines.schema import (
     path_text,
 )
 from pytest_kernelperf.measure.device import DeviceInfo
-from pytest_kernelperf.measure.roofline import Peak, figures
 from pytest_kernelperf.results.result import BenchResult
+from pytest_kernelperf.results.throughput import Peak, figures
 from pytest_kernelperf.verdict.judge import MODEL, Comparison, Throttling, Verdict
 from pytest_kernelperf.verdict.ratio import RatioCheck
 

@@ -19,9 +19,9 @@ from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRe
 from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate, file_for
 from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.measure.device import DeviceInfo
-from pytest_kernelperf.measure.roofline import Peak
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.results.runfile import RunReport
+from pytest_kernelperf.results.throughput import Peak
 from pytest_kernelperf.settings import DEFAULTS
 from pytest_kernelperf.verdict.judge import Comparison, Rounds, Verdict, judge
 from pytest_kernelperf.verdict.noise import NoisePrior
