@@ -33,7 +33,7 @@ from pytest_kernelperf.measure.timing import (
     merge_rounds,
 )
 from pytest_kernelperf.profiling.call_context import CallContext, CallRecord
-from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest, artifact_folder
+from pytest_kernelperf.profiling.capture import PROFILED_CALLS, CallProfile, ProfileRequest, artifact_folder
 from pytest_kernelperf.profiling.explain import context_notes, regression_details
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.settings import Settings
@@ -47,6 +47,19 @@ UPDATE_HINT = "If the change is intended, record new baselines with `pytest --ke
 
 def no_guard() -> AbstractContextManager[None]:
     return contextlib.nullcontext()
+
+
+@dataclass(frozen=True)
+class PastRuns:
+    """Which past runs of a measurement can teach its between-process noise: those of this test,
+    name, device and cache mode, timed with the baseline's method since the baseline was recorded."""
+
+    nodeid: str
+    name: str | None
+    device: str
+    cache: str
+    method: str
+    since: str  # the baseline's `recorded` stamp
 
 
 @dataclass(frozen=True)
@@ -78,11 +91,9 @@ class Callbacks:
     # the run has read) and how many judgements the run plans on a device (Bonferroni's m).
     noise_prior: Callable[[str], NoisePrior] = lambda device: NoisePrior()
     planned_judgements: Callable[[str], int] = lambda device: 1
-    # The rounds of a measurement's past runs in the run history, oldest first, by (test id, name,
-    # device, cache mode): its own between-process noise. None without a history.
-    past_rounds: Callable[[str, str | None, str, str], Sequence[Sequence[float]] | None] = (
-        lambda nodeid, name, device, cache: None
-    )
+    # The rounds of a measurement's past runs in the run history that matched its baseline, oldest
+    # first: its own between-process noise. None without a history.
+    past_rounds: Callable[[PastRuns], Sequence[Sequence[float]] | None] = lambda key: None
 
 
 class KernelBench:
@@ -410,7 +421,7 @@ class KernelBench:
         if versus is not None and reference is not None:
             ratio = self._ratio_check(timing, reference, device, versus[2])
         result = self._judge(timing, baseline, device, name, path, nbytes, flops)
-        profiled = self._profile(fn, call, device, name, result.verdict)
+        profiled = self._profile(fn, call, device, name, result.verdict, prepare)
         entry = as_stored(self._entry(timing, device, profiled, record))
         result = replace(
             result,
@@ -457,6 +468,7 @@ class KernelBench:
         device: DeviceInfo,
         name: str | None,
         verdict: Verdict,
+        prepare: Callable[[], object] | None = None,
     ) -> CallProfile | None:
         """Profile the call once more, after its timing: for everything with --kernelperf-profile,
         for a slower or unreliable verdict (to explain it), and for the kernel inventory of an update
@@ -467,6 +479,10 @@ class KernelBench:
         inventory = settings.update or settings.history is not None
         if self._hooks.profile is None or not (write_files or inventory):
             return None
+        if prepare is not None:
+            # An in-place kernel (restore_inputs=True): profile one call on restored inputs, which
+            # then hold what the timed calls left, as without profiling.
+            prepare()
         request = ProfileRequest(
             call=call,
             device=device,
@@ -474,6 +490,7 @@ class KernelBench:
             with_stack=settings.profile_stack,
             fn=fn,
             label=self.nodeid if name is None else f"{self.nodeid} [{name}]",
+            calls=1 if prepare is not None else PROFILED_CALLS,
         )
         try:
             return self._hooks.profile(request)
@@ -515,7 +532,16 @@ class KernelBench:
             rounds_of(baseline.device_time) if baseline else None,
             threshold=settings.threshold,
             throttling=throttling,
-            history=self._hooks.past_rounds(self.nodeid, name, device.name, settings.cache)
+            history=self._hooks.past_rounds(
+                PastRuns(
+                    self.nodeid,
+                    name,
+                    device.name,
+                    settings.cache,
+                    baseline.device_time.method,
+                    baseline.recorded,
+                )
+            )
             if baseline
             else None,
             **common,  # type: ignore[arg-type]

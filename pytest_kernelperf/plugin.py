@@ -53,7 +53,11 @@ def pytest_configure(config: pytest.Config) -> None:
     ini = {option.field: config.getini(option.ini_name) for option in OPTIONS if option.ini}
     try:
         settings = resolve(
-            cli, ini, rootdir=Path(config.rootpath), ini_file=str(config.inipath or "the ini file")
+            cli,
+            ini,
+            rootdir=Path(config.rootpath),
+            invocation_dir=Path(config.invocation_params.dir),
+            ini_file=str(config.inipath or "the ini file"),
         )
     except SettingsError as exc:
         raise pytest.UsageError(f"pytest-kernelperf: {exc}") from None

@@ -394,9 +394,12 @@ def resolve(
     ini: Mapping[str, Any],
     *,
     rootdir: Path,
+    invocation_dir: Path | None = None,
     ini_file: str = "the ini file",
 ) -> Settings:
-    """Settings from command-line values (None where not given) and ini values (None or '' where not set)."""
+    """Settings from command-line values (None where not given) and ini values (None or '' where not set).
+    A relative history path is taken from where pytest was started when given on the command line,
+    from the rootdir when set in the ini file, so that no later change of directory moves it."""
     values: dict[str, Any] = {}
     given_on_cli: set[str] = set()
     for option in OPTIONS:
@@ -414,10 +417,14 @@ def resolve(
             "--kernelperf-prune removes unused baseline entries during an update; add "
             "--kernelperf-update-baselines (without it, unused entries are only reported)"
         )
+    history = settings.history
+    if history is not None:
+        history = (invocation_dir or rootdir) / history if "history" in given_on_cli else rootdir / history
     return dataclasses.replace(
         settings,
         baseline_dir=rootdir / settings.baseline_dir,
         artifacts=rootdir / settings.artifacts,
+        history=history,
     )
 
 

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_kernelperf.settings import DEFAULTS
 from pytest_kernelperf.verdict.judge import Rounds, Verdict, judge
-from pytest_kernelperf.verdict.noise import NoisePrior, geometric_mean, size_class
+from pytest_kernelperf.verdict.noise import HISTORY_MIN_RUNS, NoisePrior, geometric_mean, size_class
 
 DEVICE = "recorded"
 
@@ -54,7 +54,11 @@ def main() -> int:
     args = parser.parse_args()
     measured: dict[str, dict[str, Rounds]] = defaultdict(dict)
     prior = NoisePrior()
+    if args.history < 0:
+        parser.error("--history must be 0 or more")
     rows = list(read_rounds(args.sources))
+    if not rows:
+        raise SystemExit(f"no rounds in {', '.join(map(str, args.sources))}")
     if args.write_rounds:
         args.write_rounds.write_text("".join(json.dumps(row) + "\n" for row in rows))
     for row in rows:
@@ -97,7 +101,13 @@ def main() -> int:
                     slower[(label, slowdown)] += 1
                     offenders[kernel] += slowdown == 0.0
     threshold = DEFAULTS["threshold"]
-    learnt = f", between-process SD learnt from {args.history} other processes" if args.history else ""
+    most = max((len(runs) - 2 for runs in measured.values()), default=0)
+    used = min(args.history, most)
+    learnt = ""
+    if args.history:
+        learnt = f", between-process SD learnt from up to {used} other processes"
+        if used < HISTORY_MIN_RUNS:
+            learnt += f" (fewer than {HISTORY_MIN_RUNS}: the class values are used)"
     print(f"judgements at level alpha/{args.suite}, threshold {threshold:g}, {len(measured)} kernels{learnt}")
     print("| size class | judgements | A/A false slower | +1% caught | +3% caught |")
     print("|---|---|---|---|---|")
@@ -131,11 +141,13 @@ def print_calibration(p_values: list[float]) -> None:
 
 
 def read_rounds(sources: list[Path]) -> Iterator[dict[str, Any]]:
-    for source in sources:
+    for number, source in enumerate(sources, 1):
         if source.is_file():
             yield from (json.loads(line) for line in source.read_text().splitlines() if line.strip())
             continue
-        prefix = f"{source.parent.name}/" if len(sources) > 1 else ""
+        if not source.is_dir():
+            raise SystemExit(f"{source}: no such rounds file or study folder")
+        prefix = f"{number}/" if len(sources) > 1 else ""  # runs of several folders kept apart
         for path in sorted(source.glob("*.json")):
             if path.stem != "record" and not path.stem.startswith("run_"):
                 continue

@@ -358,3 +358,15 @@ def test_the_history_lets_a_quiet_kernel_show_a_1_percent_slowdown() -> None:
     learnt = judge(current, base, history=history_runs(0.05, 0.0005, 40), **settings)  # type: ignore[arg-type]
     assert learnt.verdict is Verdict.SLOWER
     assert "between-process SD" in learnt.evidence() and "runs in the history" in learnt.evidence()
+
+
+def test_a_capped_history_says_what_it_saw_and_what_it_used() -> None:
+    runs = history_runs(0.05, 0.0005, 10) + history_runs(0.05 * 2, 0.0005, 2, seed=5)
+    learnt = noise.process_noise(0.05, "cupti", runs)
+    assert "(held to 0.90%, 3x the class value)" in learnt.source
+
+
+def test_rounds_that_are_not_positive_times_are_left_out_of_the_history() -> None:
+    runs = [*history_runs(0.05, 0.0005, noise.HISTORY_MIN_RUNS), [0.0, 0.05], [-1.0], [math.inf]]
+    estimate = noise.history_level_sd(runs)
+    assert estimate is not None and estimate[1] == noise.HISTORY_MIN_RUNS

@@ -11,11 +11,13 @@ from .store import HistoryStore
 
 
 def _latest_by_device(
-    store: HistoryStore, test: str, name: str | None
+    store: HistoryStore, test: str, name: str | None, cache: str | None
 ) -> dict[str, tuple[float | None, float | None]]:
     """Device -> (peak fraction, reference ratio) of the newest run measuring the series."""
     out: dict[str, tuple[float | None, float | None]] = {}
     for sid, key in store.find_series(test, name):
+        if cache is not None and key.cache != cache:
+            continue
         points = store.points(sid).get(sid, [])
         for point in reversed(points):
             if point.peak_fraction is not None or point.reference_ratio is not None:
@@ -24,10 +26,13 @@ def _latest_by_device(
     return out
 
 
-def portable_note(store: HistoryStore, test: str, name: str | None, device: str) -> str | None:
-    """A one-line comparison of `device`'s portable figures with other devices', or None when there
-    is nothing to compare (no figure on `device`, or no other device with the same figure)."""
-    figures = _latest_by_device(store, test, name)
+def portable_note(
+    store: HistoryStore, test: str, name: str | None, device: str, cache: str | None = None
+) -> str | None:
+    """A one-line comparison of `device`'s portable figures with other devices' (in the same cache
+    mode, when given), or None when there is nothing to compare (no figure on `device`, or no other
+    device with the same figure)."""
+    figures = _latest_by_device(store, test, name, cache)
     here = figures.get(device)
     if here is None:
         return None

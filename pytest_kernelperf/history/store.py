@@ -300,7 +300,7 @@ def _measurements(run: Mapping[str, Any]) -> Iterator[tuple[SeriesKey, dict[str,
                 row["reference_ratio"] = _number(reference.get("ratio"))
                 row["reference_ms"] = _number(reference.get("median_ms"))
                 nbytes = throughput.get("bytes")
-                if isinstance(nbytes, int) and not isinstance(nbytes, bool) and nbytes > 0:
+                if isinstance(nbytes, int) and not isinstance(nbytes, bool) and nbytes > 0 and median > 0:
                     row["bytes"] = nbytes
                     row["gb_per_s"] = nbytes / (median * 1e-3) / 1e9
                     peak = peaks.get(device)
@@ -547,6 +547,21 @@ class HistoryStore:
             "ORDER BY test, name, device, cache, metric"
         )
         return {int(row[0]): SeriesKey(*row[1:]) for row in rows}
+
+    def recent_rounds(
+        self, key: SeriesKey, *, method: str, verdict: str, since: str, limit: int
+    ) -> list[tuple[float, ...]]:
+        """The rounds of the newest `limit` measurements of a series with this method and verdict,
+        from runs made at or after `since` (an ISO UTC stamp), oldest first."""
+        rows = self.db.execute(
+            "SELECT m.rounds_ms FROM measurements m JOIN runs r ON r.id = m.run_id "
+            "JOIN series s ON s.id = m.series_id "
+            "WHERE s.test = ? AND s.name = ? AND s.device = ? AND s.cache = ? AND s.metric = ? "
+            "AND m.method = ? AND m.verdict = ? AND r.created >= ? "
+            "ORDER BY r.created DESC, r.id DESC LIMIT ?",
+            (key.test, key.name, key.device, key.cache, key.metric, method, verdict, since, limit),
+        ).fetchall()
+        return [_float_list(text) for (text,) in reversed(rows)]
 
     def find_series(
         self, test: str, name: str | None = None, device: str | None = None, metric: str = "device_time"

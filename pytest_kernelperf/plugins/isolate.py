@@ -52,6 +52,8 @@ def forwarded_options(config: pytest.Config, extra: Sequence[str] = ()) -> list[
         value = config.getoption(f"kernelperf_{option.field}")
         if value is None or value is False:
             continue
+        if option.field == "history":  # relative to where the parent started; a child starts elsewhere
+            value = Path(config.invocation_params.dir) / str(value)
         args.append(option.cli_name if option.flag else f"{option.cli_name}={value}")
     args.extend(extra)
     given = list(config.invocation_params.args)

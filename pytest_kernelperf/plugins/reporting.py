@@ -129,7 +129,7 @@ class Reports:
             store.append_run(run, commit=commit, branch=branch, source="this run")
             for result in results:
                 if result.verdict is Verdict.NEW:
-                    note = portable_note(store, result.nodeid, result.name or "", result.device)
+                    note = portable_note(store, result.nodeid, result.name or "", result.device, result.cache)
                     if note:
                         self.notes.append(f"{result.label} is new on {result.device}: {note}")
 

@@ -12,13 +12,13 @@ from typing import Any, NoReturn
 from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate
 from pytest_kernelperf.baselines.yaml_io import BaselineError
 from pytest_kernelperf.ids import split_nodeid
-from pytest_kernelperf.kernel_bench import Callbacks, KernelBench, no_guard
+from pytest_kernelperf.kernel_bench import Callbacks, KernelBench, PastRuns, no_guard
 from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.timing import Timer
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.settings import Settings
-from pytest_kernelperf.verdict.noise import NoisePrior
+from pytest_kernelperf.verdict.noise import HISTORY_MAX_RUNS, NoisePrior
 
 
 class KernelperfWarning(UserWarning):
@@ -75,24 +75,28 @@ class KernelperfSession:
         before the test fails), forgotten once taken."""
         return self._deferred.pop(nodeid, [])
 
-    def past_rounds(
-        self, nodeid: str, name: str | None, device: str, cache: str
-    ) -> list[tuple[float, ...]] | None:
-        """The rounds of this measurement's past runs in the run history (`--kernelperf-history`),
-        oldest first; None without one. A history that cannot be read leaves the judge at its
-        built-in between-process noise; writing this run to it at the end reports the problem."""
+    def past_rounds(self, key: PastRuns) -> list[tuple[float, ...]] | None:
+        """The rounds of this measurement's past runs in the run history (`--kernelperf-history`)
+        that were judged "same" against the baseline it is judged against now (made since it was
+        recorded, with its timer method), oldest first; None without a history. A run that found a
+        regression is left out, so that the regression's own runs cannot widen the noise it is
+        judged against. A history that cannot be read leaves the judge at its built-in
+        between-process noise; writing this run to it at the end reports the problem."""
         path = self.settings.history
         if path is None or not path.is_file():
             return None
-        from pytest_kernelperf.history.store import HistoryError, HistoryStore
+        from pytest_kernelperf.history.store import HistoryError, HistoryStore, SeriesKey
 
+        series = SeriesKey(key.nodeid, key.name or "", key.device, key.cache, "device_time")
         try:
             with HistoryStore(path, create=False) as history:
-                found = [
-                    sid for sid, key in history.find_series(nodeid, name or "", device) if key.cache == cache
-                ]
-                points = history.points(found[0]).get(found[0], []) if found else []
-                return [point.rounds() for point in points]
+                return history.recent_rounds(
+                    series,
+                    method=key.method,
+                    verdict="same",
+                    since=key.since,
+                    limit=HISTORY_MAX_RUNS,
+                )
         except (HistoryError, sqlite3.Error, OSError, ValueError):
             return None
 

@@ -71,7 +71,9 @@ def history_level_sd(runs_rounds_ms: Sequence[Sequence[float]]) -> tuple[float, 
     """A kernel's between-process SD from its past runs (each run's rounds) and the number of runs
     it came from, or None with fewer than HISTORY_MIN_RUNS runs: the SD of the runs' mean log
     levels, less the part the runs' own round noise explains."""
-    runs = [r for r in runs_rounds_ms if r][-HISTORY_MAX_RUNS:]
+    # A run with a round that is not a positive time (an edited or damaged file) says nothing.
+    runs = [r for r in runs_rounds_ms if r and all(v > 0 and math.isfinite(v) for v in r)]
+    runs = runs[-HISTORY_MAX_RUNS:]
     if len(runs) < HISTORY_MIN_RUNS:
         return None
     means = [math.fsum(math.log(v) for v in r) / len(r) for r in runs]
@@ -94,10 +96,13 @@ def process_noise(
     if learnt is None:
         return ProcessSD(base, f"{base:.2%} built in for {label}")
     own, runs = learnt
-    own = min(own, HISTORY_MAX_FACTOR * base)
+    seen = f"{own:.2%} over {runs} runs in the history"
+    if own > HISTORY_MAX_FACTOR * base:
+        own = HISTORY_MAX_FACTOR * base
+        seen += f" (held to {own:.2%}, {HISTORY_MAX_FACTOR:g}x the class value)"
     weight = runs - 1
     sd = math.sqrt((HISTORY_CLASS_DF * base**2 + weight * own**2) / (HISTORY_CLASS_DF + weight))
-    return ProcessSD(sd, f"{own:.2%} over {runs} runs in the history, shrunk toward {base:.2%} for {label}")
+    return ProcessSD(sd, f"{seen}, shrunk toward {base:.2%} for {label}")
 
 
 # The weight (degrees of freedom) a prior gets against a kernel's own rounds. A pooled prior counts

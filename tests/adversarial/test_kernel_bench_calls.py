@@ -280,3 +280,31 @@ def test_an_in_place_kernel_declared_so_is_timed_on_restored_inputs(pytester: py
     pytester.makepyfile(test_in_place=IN_PLACE_TIMED)  # the real wall-clock timer: no scripted conftest
     result = pytester.runpytest("-p", "no:cacheprovider", "--kernelperf", "--kernelperf-rounds=2")
     result.assert_outcomes(passed=2)
+
+
+FAKE_PROFILER_CONFTEST = """
+import pytest
+from pytest_kernelperf.testing import FakeProfiler
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_kernelperf_profile_call(config, profile_request):
+    return FakeProfiler()(profile_request)
+"""
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="times with the wall clock on a machine without CUDA")
+def test_profiling_for_the_history_leaves_restored_inputs_as_timing_left_them(
+    pytester: pytest.Pytester,
+) -> None:
+    # A run kept in the history profiles every call for its inventory: an in-place kernel's inputs
+    # are restored first and profiled once, so they end as the timed calls left them.
+    pytester.makeconftest(FAKE_PROFILER_CONFTEST)
+    pytester.makepyfile(test_in_place=IN_PLACE_TIMED)
+    result = pytester.runpytest(
+        "-p",
+        "no:cacheprovider",
+        "--kernelperf",
+        "--kernelperf-rounds=2",
+        f"--kernelperf-history={pytester.path / 'history.sqlite'}",
+    )
+    result.assert_outcomes(passed=2)

@@ -66,6 +66,9 @@ def test_a_new_result_is_set_beside_other_devices_figures(project: Project) -> N
             "3.00x the reference here; 2.00x on Old GPU"
         ]
     )
+    cold = project.run(flag, "--kernelperf", "--kernelperf-cache=cold", ms=5.0)
+    cold.assert_outcomes(passed=1)
+    assert "is new on New GPU" not in cold.stdout.str()  # no cold figure on another device yet
 
 
 def test_a_kernels_past_runs_in_the_history_set_its_between_process_noise(project: Project) -> None:
@@ -90,3 +93,7 @@ def test_a_kernels_past_runs_in_the_history_set_its_between_process_noise(projec
         process_source(run)
     learnt = process_source(HISTORY_MIN_RUNS)
     assert f"over {HISTORY_MIN_RUNS} runs in the history, shrunk toward 0.15% for 1 ms-10 ms" in learnt
+    # A regression's own failing runs do not widen the noise it is judged against: it keeps failing
+    # (at a strict alpha, where a history widened by them would let a 1.5% slowdown pass).
+    for _ in range(2):
+        project.run(flag, "--kernelperf", "--kernelperf-alpha=0.0001", ms=1.015).assert_outcomes(failed=1)

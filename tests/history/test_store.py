@@ -17,6 +17,7 @@ from pytest_kernelperf.history.store import (
     SCHEMA_VERSION,
     HistoryError,
     HistoryStore,
+    SeriesKey,
     git_info,
     load_run_file,
     quantiles,
@@ -228,3 +229,21 @@ def test_points_follow_the_runs_creation_time_not_the_order_of_import(store: His
     ((_, points),) = store.points().items()
     assert [p.median_ms for p in points] == [1.0, 2.0, 3.0]
     assert [p.value for p in points] == [1.0, 2.0, 3.0] and points[0].rounds() == (1.0,)
+
+
+def test_recent_rounds_keep_the_matching_runs_since_a_date_newest_last(store: HistoryStore) -> None:
+    def one(i: int, *, verdict: str = "same", method: str = "cupti", cache: str = "hot") -> None:
+        result = rf.result("t.py::t", 0.05, rounds=[0.05 + i * 1e-6] * 3, cache=cache)
+        result["verdict"] = verdict
+        result["device_time"]["method"] = method
+        store.append_run(rf.run([result], created=rf.created(i)))
+
+    for i in range(6):
+        one(i)
+    one(6, verdict="slower")  # a regression's own run
+    one(7, method="cuda-graph")  # another timer
+    one(8, cache="cold")  # another series
+    one(9)
+    key = SeriesKey("t.py::t", "", rf.H200, "hot", "device_time")
+    found = store.recent_rounds(key, method="cupti", verdict="same", since=rf.created(2), limit=3)
+    assert [rounds[0] for rounds in found] == pytest.approx([0.050004, 0.050005, 0.050009])
