@@ -162,3 +162,13 @@ def test_every_option_has_help() -> None:
             and option.cli_name.startswith("--kernelperf")
             and option.ini_name.startswith("kernelperf")
         )
+
+
+def test_a_relative_history_is_where_pytest_started_or_beside_the_ini_file() -> None:
+    started = Path("/somewhere/else")
+    given = resolve({"history": "h.sqlite"}, {}, rootdir=ROOT, invocation_dir=started)
+    assert given.history == started / "h.sqlite"
+    from_ini = resolve({}, {"history": "h.sqlite"}, rootdir=ROOT, invocation_dir=started)
+    assert from_ini.history == ROOT / "h.sqlite"
+    absolute = resolve({"history": "/data/h.sqlite"}, {}, rootdir=ROOT, invocation_dir=started)
+    assert absolute.history == Path("/data/h.sqlite")

@@ -108,7 +108,7 @@ class Attribution:
             if self.kernels_removed:
                 out.append(f"kernels removed: {', '.join(self.kernels_removed)}")
         if self.autotune_sides == (False, False):
-            out.append("no autotuned kernel")
+            out.append("no autotuner choices recorded")
         elif self.autotune_sides != (True, True):
             side = "after" if self.autotune_sides[1] else "before"
             out.append(f"autotune choices only {side} the change")

@@ -102,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     select = ["-k", args.select] if args.select else []
     rc, wall = pytest(repo, logs / "record.log", "--kernelperf-update-baselines", *select, timeout=180)
     print(f"record: rc={rc} {wall:.1f} s", flush=True)
+    if rc != 0:
+        raise SystemExit(f"recording the baselines failed: see {logs / 'record.log'}")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "--allow-empty", "-m", "baselines")
     history = f"--kernelperf-history={database}"

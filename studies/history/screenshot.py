@@ -19,6 +19,8 @@ from pytest_kernelperf.history import browser
 
 
 def screenshot(page: Path, png: Path, width: int = 1280, height: int = 1560) -> None:
+    if not page.is_file():
+        raise SystemExit(f"{page}: no such page")
     from selenium.webdriver.common.action_chains import ActionChains
 
     driver = browser.start(width, height)

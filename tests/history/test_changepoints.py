@@ -51,7 +51,8 @@ def test_attribution_names_the_kernel_whose_code_changed() -> None:
     found = attribute(before, after)
     assert found.code_changed == ("triton_poi_fused_mul_0",)
     assert found.text() == (
-        "generated code of triton_poi_fused_mul_0 changed; no autotuned kernel; environment unchanged"
+        "generated code of triton_poi_fused_mul_0 changed; no autotuner choices recorded; "
+        "environment unchanged"
     )
 
 
@@ -79,7 +80,7 @@ def test_attribution_of_inventory_autotune_and_environment() -> None:
 
 def test_attribution_says_what_was_not_recorded() -> None:
     assert attribute(point(0, 1.0, kernels=None), point(1, 1.0)).text() == (
-        "kernel inventory not recorded; no autotuned kernel; environment unchanged"
+        "kernel inventory not recorded; no autotuner choices recorded; environment unchanged"
     )
     unchanged = attribute(point(0, 1.0, autotune={"BLOCK": 1}), point(1, 1.0, autotune={"BLOCK": 1}))
     assert "autotune choice unchanged" in unchanged.text()
@@ -97,7 +98,7 @@ def test_a_step_is_reported_with_range_magnitude_confidence_and_attribution() ->
     assert found.commit_range() == f"{commit_of(9)[:7]}..{commit_of(10)[:7]}"
     assert found.describe() == (
         f"at {commit_of(10)[:7]}: +4.1% (99% confidence); generated code of triton_poi_fused_mul_0 changed; "
-        "no autotuned kernel; environment unchanged"
+        "no autotuner choices recorded; environment unchanged"
     )
 
 

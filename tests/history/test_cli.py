@@ -100,7 +100,7 @@ def test_show_and_detect_report_a_slowdown_with_its_attribution(db: Path, tmp_pa
     assert f"slower since {commit_of(8)[:7]}" in row
     assert (
         f"{commit_of(7)[:7]}..{commit_of(8)[:7]}  at {commit_of(8)[:7]}: +6.0% (>99.9% confidence); "
-        "generated code of triton_poi_fused_mul_0 changed; no autotuned kernel; "
+        "generated code of triton_poi_fused_mul_0 changed; no autotuner choices recorded; "
         "environment unchanged"
     ) in text
 
