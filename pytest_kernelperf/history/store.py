@@ -376,6 +376,7 @@ class HistoryStore:
         try:
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self.db.execute("PRAGMA foreign_keys = ON")
+            self._refuse_foreign_database()
             mode = _retry(lambda: self.db.execute("PRAGMA journal_mode = WAL").fetchone(), str(self.path))
             if mode is None or str(mode[0]).lower() != "wal":
                 raise HistoryError(f"{self.path}: cannot switch the database to WAL mode (got {mode})")
@@ -411,6 +412,19 @@ class HistoryStore:
             return out
 
         return _retry(attempt, f"{self.path}: {what}")
+
+    def _refuse_foreign_database(self) -> None:
+        """A database with tables but no history schema belongs to something else: leave it as it
+        is (no tables added, no switch to WAL)."""
+        if self.schema_version:
+            return
+        tables = [row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        if tables:
+            shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+            raise HistoryError(
+                f"{self.path}: an SQLite database of something else (tables: {shown}), not a "
+                "kernelperf history; give the history a file of its own"
+            )
 
     @property
     def schema_version(self) -> int:

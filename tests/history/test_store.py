@@ -247,3 +247,16 @@ def test_recent_rounds_keep_the_matching_runs_since_a_date_newest_last(store: Hi
     key = SeriesKey("t.py::t", "", rf.H200, "hot", "device_time")
     found = store.recent_rounds(key, method="cupti", verdict="same", since=rf.created(2), limit=3)
     assert [rounds[0] for rounds in found] == pytest.approx([0.050004, 0.050005, 0.050009])
+
+
+def test_another_programs_database_is_left_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "app.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE users (id INTEGER)")
+    with pytest.raises(
+        HistoryError, match=r"app\.sqlite: an SQLite database of something else \(tables: users\)"
+    ):
+        HistoryStore(path)
+    with sqlite3.connect(path) as db:
+        assert [row[0] for row in db.execute("SELECT name FROM sqlite_master")] == ["users"]
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
