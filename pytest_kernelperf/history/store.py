@@ -369,6 +369,9 @@ class HistoryStore:
         self.path = Path(path)
         if not create and not self.path.exists():
             raise HistoryError(f"{self.path}: no such history database")
+        if not create and self.path.is_file() and self.path.stat().st_size == 0:
+            # A reader must not turn an empty file into a database.
+            raise HistoryError(f"{self.path}: an empty file, not a history database yet")
         try:
             self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         except sqlite3.Error as exc:

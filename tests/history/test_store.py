@@ -260,3 +260,13 @@ def test_another_programs_database_is_left_as_it_is(tmp_path: Path) -> None:
     with sqlite3.connect(path) as db:
         assert [row[0] for row in db.execute("SELECT name FROM sqlite_master")] == ["users"]
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+
+
+def test_a_reader_leaves_an_empty_file_empty(tmp_path: Path) -> None:
+    path = tmp_path / "empty.sqlite"
+    path.touch()
+    with pytest.raises(HistoryError, match="an empty file, not a history database yet"):
+        HistoryStore(path, create=False)
+    assert path.stat().st_size == 0
+    with HistoryStore(path) as store:  # a writer makes it one
+        assert store.runs() == []
