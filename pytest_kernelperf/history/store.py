@@ -272,7 +272,8 @@ def _measurements(run: Mapping[str, Any]) -> Iterator[tuple[SeriesKey, dict[str,
             recorded = entry.get(metric) if isinstance(entry.get(metric), dict) else {}
             assert isinstance(recorded, dict)
             quants = _numbers(recorded.get("quantiles_ms")) or quantiles(samples)
-            rounds = _numbers(data.get("rounds_ms")) or [median]
+            # A run file keeps host latency's rounds only in the entry it would record.
+            rounds = _numbers(data.get("rounds_ms")) or _numbers(recorded.get("rounds_ms")) or [median]
             ci = _numbers(data.get("ci_ms"))
             row: dict[str, Any] = {
                 "verdict": result.get("verdict") if isinstance(result.get("verdict"), str) else None,

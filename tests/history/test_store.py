@@ -270,3 +270,12 @@ def test_a_reader_leaves_an_empty_file_empty(tmp_path: Path) -> None:
     assert path.stat().st_size == 0
     with HistoryStore(path) as store:  # a writer makes it one
         assert store.runs() == []
+
+
+def test_host_latency_keeps_the_rounds_of_the_entry_the_run_would_record(store: HistoryStore) -> None:
+    result = rf.result("t.py::t", 0.05, rounds=[0.05] * 3, host_ms=0.08)
+    result["baseline_entry"] = {"host_latency": {"rounds_ms": [0.079, 0.08, 0.081]}}
+    store.append_run(rf.run([result]))
+    (sid,) = [sid for sid, key in store.series().items() if key.metric == "host_latency"]
+    (point,) = store.points(sid)[sid]
+    assert point.rounds() == (0.079, 0.08, 0.081)
