@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import math
 import statistics
 import sys
 from collections import Counter, defaultdict
@@ -32,7 +31,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_kernelperf.settings import DEFAULTS
 from pytest_kernelperf.verdict.judge import Rounds, Verdict, judge
-from pytest_kernelperf.verdict.noise import HISTORY_MIN_RUNS, NoisePrior, geometric_mean, size_class
+from pytest_kernelperf.verdict.noise import (
+    HISTORY_MIN_RUNS,
+    NoisePrior,
+    geometric_mean,
+    history_level_sd,
+    size_class,
+)
+from studies.study_common import load_run
 
 DEVICE = "recorded"
 
@@ -151,8 +157,8 @@ def read_rounds(sources: list[Path]) -> Iterator[dict[str, Any]]:
         for path in sorted(source.glob("*.json")):
             if path.stem != "record" and not path.stem.startswith("run_"):
                 continue
-            document = json.loads(path.read_text())
-            for result in document.get("results") or []:
+            results, _ = load_run(path)
+            for result in results:
                 timing = result.get("device_time") or {}
                 if not timing.get("rounds_ms"):
                     continue
@@ -168,19 +174,17 @@ def read_rounds(sources: list[Path]) -> Iterator[dict[str, Any]]:
 
 def print_between_process(measured: dict[str, dict[str, Rounds]]) -> None:
     """Per size class, the SD of a process's mean log level beyond what its rounds' own spread predicts
-    (var of process means - mean within-process var / rounds), over the kernels of that class."""
+    (noise.history_level_sd over the processes), over the kernels of that class."""
     by_class: dict[str, list[float]] = defaultdict(list)
     lows: dict[str, float] = {}
     for runs in measured.values():
-        if len(runs) < 3:
+        # The estimator a run uses on its history (at least HISTORY_MIN_RUNS processes).
+        estimate = history_level_sd([r.rounds_ms for r in runs.values()])
+        if estimate is None:
             continue
-        logs = [[math.log(v) for v in r.rounds_ms] for r in runs.values()]
-        means = [statistics.fmean(x) for x in logs]
-        within = statistics.fmean(statistics.variance(x) / len(x) for x in logs if len(x) > 1)
-        between = max(0.0, statistics.variance(means) - within)
-        size = size_class(math.exp(statistics.fmean(means)))
+        size = size_class(geometric_mean([v for r in runs.values() for v in r.rounds_ms]))
         lows[size.label] = size.low_ms
-        by_class[size.label].append(math.sqrt(between))
+        by_class[size.label].append(estimate[0])
     print("between-process SD of a measurement's level, beyond its rounds (per kernel)")
     print("| size class | kernels | median | upper quartile | max |")
     print("|---|---|---|---|---|")

@@ -157,8 +157,10 @@ def run_pytest(
     json_path: Path | None = None,
     junit_path: Path | None = None,
     clock: Budget | None = None,
+    cwd: Path = REPO,
 ) -> ProcessRun:
-    """Run one pytest process in the repository root; its output is kept, never shown live."""
+    """Run one pytest process (in the repository root unless `cwd`); its output is kept, never
+    shown live."""
     env = dict(os.environ)
     env.update(env_extra)
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -170,7 +172,7 @@ def run_pytest(
     # A session of its own, so that on a timeout the whole group (pytest-xdist workers too) is killed.
     process = subprocess.Popen(
         argv,
-        cwd=REPO,
+        cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

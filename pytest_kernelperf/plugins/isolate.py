@@ -52,8 +52,6 @@ def forwarded_options(config: pytest.Config, extra: Sequence[str] = ()) -> list[
         value = config.getoption(f"kernelperf_{option.field}")
         if value is None or value is False:
             continue
-        if option.field == "history":  # relative to where the parent started; a child starts elsewhere
-            value = Path(config.invocation_params.dir) / str(value)
         args.append(option.cli_name if option.flag else f"{option.cli_name}={value}")
     args.extend(extra)
     given = list(config.invocation_params.args)
@@ -118,7 +116,8 @@ def run(config: pytest.Config, item: pytest.Item, extra: Sequence[str] = ()) -> 
         output = Path(folder) / "result.json"
         done = subprocess.run(
             command(config, Path(item.path), extra),
-            cwd=config.rootpath,
+            # Where the parent started: a relative path given on its command line means the same here.
+            cwd=config.invocation_params.dir,
             env=environment(item.nodeid, output),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

@@ -124,6 +124,7 @@ class KernelperfRun:
     # --- the end of the session ---------------------------------------------------------------------
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.session.close_history()
         if not self.role.writes:
             self._hand_over()
             return

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import warnings
 from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate
 from pytest_kernelperf.baselines.yaml_io import BaselineError
@@ -19,6 +20,9 @@ from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict.noise import HISTORY_MAX_RUNS, NoisePrior
+
+if TYPE_CHECKING:
+    from pytest_kernelperf.history.store import HistoryStore
 
 
 class KernelperfWarning(UserWarning):
@@ -80,25 +84,40 @@ class KernelperfSession:
         that were judged "same" against the baseline it is judged against now (made since it was
         recorded, with its timer method), oldest first; None without a history. A run that found a
         regression is left out, so that the regression's own runs cannot widen the noise it is
-        judged against. A history that cannot be read leaves the judge at its built-in
-        between-process noise; writing this run to it at the end reports the problem."""
-        path = self.settings.history
-        if path is None or not path.is_file():
+        judged against."""
+        history = self._history
+        if history is None:
             return None
-        from pytest_kernelperf.history.store import HistoryError, HistoryStore, SeriesKey
+        from pytest_kernelperf.history.store import SeriesKey
 
         series = SeriesKey(key.nodeid, key.name or "", key.device, key.cache, "device_time")
         try:
-            with HistoryStore(path, create=False) as history:
-                return history.recent_rounds(
-                    series,
-                    method=key.method,
-                    verdict="same",
-                    since=key.since,
-                    limit=HISTORY_MAX_RUNS,
-                )
-        except (HistoryError, sqlite3.Error, OSError, ValueError):
+            return history.recent_rounds(
+                series, method=key.method, verdict="same", since=key.since, limit=HISTORY_MAX_RUNS
+            )
+        except sqlite3.Error:
             return None
+
+    @functools.cached_property
+    def _history(self) -> HistoryStore | None:
+        """The run history, opened once for reading on the first judgement; None without one. A
+        history that cannot be read leaves the judge at its built-in between-process noise; writing
+        this run to it at the end reports the problem."""
+        path = self.settings.history
+        if path is None or not path.is_file():
+            return None
+        from pytest_kernelperf.history.store import HistoryError, HistoryStore  # only with a history
+
+        try:
+            return HistoryStore(path, create=False)
+        except HistoryError:
+            return None
+
+    def close_history(self) -> None:
+        """Close the history opened for reading (before this run is written to it)."""
+        history = self.__dict__.pop("_history", None)
+        if history is not None:
+            history.close()
 
     def baseline_set(self, device: str) -> tuple[NoisePrior, int]:
         """For one device: the round noise pooled from the baseline entries of this run's test

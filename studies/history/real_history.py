@@ -19,12 +19,11 @@ import argparse
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from studies.study_common import Budget, out_dir
+from studies.study_common import Budget, out_dir, run_pytest
 
 TEMPLATE = Path(__file__).resolve().parent / "demo_repo"
 SLOWDOWN = ("BLOCK = 1024  #", "BLOCK = 64  #")
@@ -58,20 +57,11 @@ def change_for(number: int, args: argparse.Namespace, repo: Path) -> str:
 
 
 def pytest(repo: Path, log: Path, *options: str, timeout: float) -> tuple[int, float]:
-    began = time.monotonic()
-    with log.open("w") as sink:
-        try:
-            rc = subprocess.run(
-                [sys.executable, "-m", "pytest", "-q", "-rfE", *options],
-                check=False,
-                cwd=repo,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                timeout=timeout,
-            ).returncode
-        except subprocess.TimeoutExpired:
-            rc = 124
-    return rc, time.monotonic() - began
+    """Run pytest in the demo repository; its output into `log`; (exit status, 124 on a timeout)."""
+    argv = [sys.executable, "-m", "pytest", "-q", "-rfE", *options]
+    run = run_pytest(log.stem, argv, {}, timeout, cwd=repo)
+    log.write_text(run.stdout)
+    return (124 if run.rc is None else run.rc), run.wall_s
 
 
 def main(argv: list[str] | None = None) -> int:
