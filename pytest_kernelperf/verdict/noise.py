@@ -47,13 +47,15 @@ def process_level_sd(level_ms: float, method: str = "cupti") -> float:
 
 # A kernel's own between-process SD can be learnt from its past runs in the run history (each run a
 # process, its rounds kept). The class value above is the prior, with this weight in degrees of
-# freedom; the history is used from HISTORY_MIN_RUNS runs, its newest HISTORY_MAX_RUNS. A step in
+# freedom (8: of 4, 8 and 10 tried on the H200 A/A rounds, the smallest that kept the p-values
+# calibrated with a 10-run history); the history is used from HISTORY_MIN_RUNS runs, its newest
+# HISTORY_MAX_RUNS. A step in
 # the history (a change accepted since) widens the spread of the runs; the learnt SD is held to at
 # most HISTORY_MAX_FACTOR times the class value, so that such a step cannot leave a kernel unjudged.
 # On the H200 A/A rounds (docs/results/aa_sequential.md) a robust scale (median of successive
 # differences) ignored the rare large process-to-process moves and raised false alarms (40 in
 # 16,800 judgements); the plain SD did not (1, as with the class values).
-HISTORY_CLASS_DF = 4
+HISTORY_CLASS_DF = 8
 HISTORY_MIN_RUNS = 10
 HISTORY_MAX_RUNS = 40
 HISTORY_MAX_FACTOR = 3.0
