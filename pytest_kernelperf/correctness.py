@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_kernelperf.tensors import copy_arguments
+
 if TYPE_CHECKING:
     import torch
 
@@ -156,16 +158,9 @@ def _compare_tensors(
 
 def snapshot(values: Any) -> Any:
     """A copy of every tensor in `values` (nested tuples, lists and dicts), others as they are: the
-    reference gets the inputs as they were before `fn` ran, even when `fn` works in place."""
-    import torch
-
-    if isinstance(values, torch.Tensor):
-        return values.detach().clone()
-    if isinstance(values, (tuple, list)):
-        return type(values)(snapshot(v) for v in values)
-    if isinstance(values, dict):
-        return {k: snapshot(v) for k, v in values.items()}
-    return values
+    reference gets the inputs as they were before `fn` ran, even when `fn` works in place. Tensors
+    that share memory (`fn(x, x)`, a view and its base) share it in the copy too."""
+    return copy_arguments(values)
 
 
 def restore(into: Any, saved: Any) -> None:

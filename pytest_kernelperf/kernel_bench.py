@@ -21,7 +21,9 @@ from pytest_kernelperf.baselines.yaml_io import BaselineError
 from pytest_kernelperf.correctness import Mismatch, Uncomparable, assert_matches, mutated, restore, snapshot
 from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.ids import check_name, entry_test_id, split_nodeid
+from pytest_kernelperf.measure import placement
 from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.measure.placement import Placements
 from pytest_kernelperf.measure.roofline import tensor_bytes
 from pytest_kernelperf.measure.timing import (
     Metric,
@@ -37,7 +39,7 @@ from pytest_kernelperf.profiling.capture import PROFILED_CALLS, CallProfile, Pro
 from pytest_kernelperf.profiling.explain import context_notes, regression_details
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.settings import Settings
-from pytest_kernelperf.verdict import stats
+from pytest_kernelperf.verdict import noise, stats
 from pytest_kernelperf.verdict.judge import NOT_JUDGED, Rounds, Throttling, Verdict, judge
 from pytest_kernelperf.verdict.noise import NoisePrior
 from pytest_kernelperf.verdict.ratio import RatioCheck, check_ratio, ratio_message, validate_max_ratio
@@ -183,7 +185,8 @@ class KernelBench:
             if not isinstance(restore_inputs, bool):
                 self._hooks.fail(f"kernel_bench in {self.nodeid}: restore_inputs= must be True or False")
             # An in-place kernel declared so: its inputs are put back before every timed call.
-            prepare = _restorer((tuple(args), kwargs)) if restore_inputs else None
+            saved = snapshot((tuple(args), kwargs)) if restore_inputs else None
+            prepare = _restorer((tuple(args), kwargs), saved)
             # Opened before the first call: a fresh torch.compile context must precede compilation.
             with CallContext(
                 fn,
@@ -211,6 +214,8 @@ class KernelBench:
                     call,
                     name,
                     _device_of(args, kwargs, self.device),
+                    (tuple(args), kwargs),
+                    saved,
                     bytes if bytes is not None else inferred,
                     flops,
                     bytes_inferred=bytes is None and inferred is not None,
@@ -377,6 +382,8 @@ class KernelBench:
         call: Callable[[], Any],
         name: str | None,
         kind: str,
+        arguments: tuple[tuple[Any, ...], dict[str, Any]],
+        saved: object,
         nbytes: int | None,
         flops: int | None,
         *,
@@ -401,18 +408,28 @@ class KernelBench:
         if context is not None:
             # Recording lets each autotuner choose afresh: a pin would keep an old config forever.
             context.pin(baseline.autotune if baseline and not self.settings.update else None)
-        target = Target(call, device, label=key.test, fn=fn, prepare=prepare)
+        placements = self._placements(fn, arguments, saved, device)
+        target = Target(call, device, label=key.test, fn=fn, prepare=prepare, placements=placements)
         plan = self.settings.plan(prefer)
         reference: Timing | None = None
         try:
             if versus is None:
                 timing = timer.measure(target, plan)
             else:
-                ref_target = Target(versus[1], device, label=f"{key.test}::reference", fn=versus[0])
+                ref_target = Target(
+                    versus[1],
+                    device,
+                    label=f"{key.test}::reference",
+                    fn=versus[0],
+                    placements=self._placements(versus[0], arguments, None, device),
+                )
                 timing, reference = _interleaved(timer, target, ref_target, plan)
         except TimingError as exc:
             self._hooks.fail(f"kernel_bench could not time {self.nodeid}: {exc}")
         record = context.finish() if context is not None else CallRecord()
+        drawn = len(timing.device_time.round_locations_ms) if placements is not None else 0
+        if placements is not None:
+            notes += (*placements.notes, *_placement_notes(timing.device_time))
         for note in record.notes:
             self._hooks.warn(f"{self.nodeid}: {note}")
         for note in timing.notes:
@@ -429,6 +446,7 @@ class KernelBench:
             ratio=ratio,
             baseline_ci_ms=baseline.device_time.round_range_ms if baseline else None,
             entry=entry,
+            placements=drawn,
             notes=notes + result.notes + record.notes + context_notes(baseline, entry),
         )
         if profiled is not None:
@@ -442,6 +460,23 @@ class KernelBench:
         self._record(result)
         self._enforce(result, baseline, path, _environment(timing, device), profiled)
         return result
+
+    def _placements(
+        self,
+        fn: Callable[..., Any],
+        arguments: tuple[tuple[Any, ...], dict[str, Any]],
+        saved: object,
+        device: DeviceInfo,
+    ) -> Placements | None:
+        """Each round's own memory placement, for a CUDA measurement with placement "fresh"."""
+        if self.settings.placement != "fresh" or device.kind != "cuda" or not placement.usable(device.index):
+            return None
+        assert device.index is not None
+
+        def bind(moved: Any) -> tuple[Callable[[], Any], Callable[[], object] | None]:
+            return _bind(fn, moved[0], moved[1]), _restorer(moved, saved)
+
+        return Placements(arguments, bind, f"cuda:{device.index}")
 
     def _ratio_check(self, timing: Timing, reference: Timing, device: DeviceInfo, limit: float) -> RatioCheck:
         measured, ref = timing.device_time, reference.device_time
@@ -703,11 +738,24 @@ class _MismatchFound(Exception):
         self.notes = notes
 
 
-def _restorer(inputs: Any) -> Callable[[], object]:
-    """A step that puts `inputs` back as they are now (before the kernel's first call). Its own copy:
-    the reference's copy is handed to the reference, which may change it (an in-place reference)."""
-    saved = snapshot(inputs)
+def _restorer(inputs: Any, saved: object) -> Callable[[], object] | None:
+    """A step that puts `inputs` back to `saved`, their snapshot from before the kernel's first call
+    (its own copy: the reference's copy is handed to the reference, which may change it); None
+    without a snapshot (a kernel not declared in place)."""
+    if saved is None:
+        return None
     return lambda: restore(inputs, saved)
+
+
+def _placement_notes(metric: Metric) -> tuple[str, ...]:
+    """Names a kernel whose time depends on where its buffers land, with the spread its rounds saw."""
+    rounds = metric.round_locations_ms
+    if not noise.placement_sensitive(rounds, metric.method):
+        return ()
+    return (
+        f"placement-sensitive: {min(rounds):.4g}-{max(rounds):.4g} ms across {len(rounds)} memory placements "
+        f"(the level judged is their mean)",
+    )
 
 
 def _argument_name(path: str) -> str:

@@ -297,6 +297,17 @@ def test_resolution_is_the_smallest_step_between_distinct_samples() -> None:
     assert noise.resolution([1.0, 1.0]) is None
 
 
+def test_resolution_sees_the_tick_through_its_jitter() -> None:
+    # CUPTI on an H200: 32 ns ticks read with about 1 ns of jitter (an RMSNorm of about 1 us).
+    assert noise.resolution([0.000960, 0.000991, 0.000992, 0.000993]) == pytest.approx(0.000032, rel=0.02)
+    # A 127 us kernel: few samples share a tick, but every gap is a whole number of ticks.
+    rng = random.Random(3)
+    samples = [(3970 + rng.randrange(60)) * 0.000032 + rng.choice((-1, 0, 1)) * 1e-6 for _ in range(64)]
+    assert noise.resolution(samples) == pytest.approx(0.000032, rel=0.02)
+    # A host clock's values form no lattice: the smallest gap is all there is.
+    assert noise.resolution([1.0, 1.1, 1.3]) == pytest.approx(0.1)
+
+
 @pytest.mark.parametrize(
     ("ms", "label"), [(0.0022, "1 us-10 us"), (0.13, "100 us-1 ms"), (5.0, "1 ms-10 ms")]
 )

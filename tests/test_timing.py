@@ -104,7 +104,7 @@ def test_a_throttled_round_is_measured_again(monkeypatch: pytest.MonkeyPatch) ->
         attempts.append(index)
         return timing.RoundSamples([float(index)])
 
-    kept, seen, throttled = timing.run_rounds(SamplingPlan(rounds=3), 0, one_round)
+    kept, seen, throttled = timing.run_rounds(SamplingPlan(rounds=3, max_rounds=None), 0, one_round)
     assert attempts == [0, 1, 2, 3, 4] and [r.device_ms for r in kept] == [[1.0], [3.0], [4.0]]
     assert throttled == 2
     assert seen is not None and seen.throttled == () and seen.throttled_rounds == 0
@@ -116,3 +116,28 @@ def test_throttled_rounds_are_kept_once_the_extra_budget_is_spent(monkeypatch: p
     kept, seen, throttled = timing.run_rounds(SamplingPlan(rounds=2), 0, lambda i: timing.RoundSamples([1.0]))
     assert len(kept) == 2 and throttled == 4  # two rounds, then two re-measurements: the bound is R extra
     assert seen is not None and seen.throttled == ("hardware slowdown",) and seen.throttled_rounds == 2
+
+
+def test_rounds_that_disagree_get_more_rounds_until_the_level_is_known(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(health, "read", lambda index: None)
+    # A bimodal kernel: every fourth placement is 1.8x slower.
+    levels = [1.8 if i % 4 == 3 else 1.0 for i in range(100)]
+    plan = SamplingPlan(rounds=5, max_rounds=30, target_se=0.005)
+    kept, _, _ = timing.run_rounds(plan, 0, lambda i: timing.RoundSamples([levels[i]] * 4))
+    assert len(kept) == 30  # its standard error stays above 0.5%: the cap decides
+
+    loose = SamplingPlan(rounds=5, max_rounds=30, target_se=0.1)
+    kept, _, _ = timing.run_rounds(loose, 0, lambda i: timing.RoundSamples([levels[i]] * 4))
+    assert 5 < len(kept) < 30  # more rounds, then stopped once the level is known to 10%
+
+
+def test_rounds_that_agree_are_not_extended(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(health, "read", lambda index: None)
+    plan = SamplingPlan(rounds=5, max_rounds=30, target_se=0.005)
+    kept, _, _ = timing.run_rounds(plan, 0, lambda i: timing.RoundSamples([1.0 + 0.001 * (i % 2)] * 4))
+    assert len(kept) == 5
+    fixed = SamplingPlan(rounds=5, max_rounds=None, target_se=0.005)
+    kept, _, _ = timing.run_rounds(fixed, 0, lambda i: timing.RoundSamples([1.0 + (i % 2)] * 4))
+    assert len(kept) == 5  # no placements, no extension

@@ -25,11 +25,12 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_kernelperf.measure import health as health_mod
 from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.measure.placement import Placements
 from pytest_kernelperf.verdict import noise, stats
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 METHODS = ("auto", "wall-clock", "cuda-event", "cuda-graph", "cupti")
 CACHE_MODES = ("hot", "cold")
+PLACEMENT_MODES = ("fresh", "process")
 
 # A graph replay long enough that event resolution (~0.5 us) and replay launch stop mattering.
 _GRAPH_REPLAY_S = 2e-3
@@ -74,12 +76,25 @@ class SamplingPlan:
     max_samples: int = 100_000
     prefer_method: str | None = None  # the baseline's method, so that auto stays comparable
     warm: bool = False  # first-call costs already paid (e.g. interleaved rounds): short warm-up only
+    # A kernel whose rounds (each its own placement) disagree gets more rounds, up to `max_rounds`,
+    # until the standard error of its level is at most `target_se` (relative).
+    max_rounds: int | None = 30
+    target_se: float = 0.005
 
     def scaled(self, share: float) -> SamplingPlan:
         return replace(self, min_time_s=self.min_time_s * share, max_time_s=self.max_time_s * share)
 
     def warm_up_s(self, round_index: int) -> float:
         return self.round_warmup_s if self.warm or round_index > 0 else self.warmup_s
+
+    def wants_more(self, locations_ms: Sequence[float]) -> bool:
+        """Whether the rounds so far leave the level less certain than `target_se`: then another
+        round (another placement) is drawn, up to `max_rounds`."""
+        if len(locations_ms) < self.rounds:
+            return True
+        if self.max_rounds is None or len(locations_ms) >= self.max_rounds:
+            return False
+        return noise.level_standard_error(locations_ms) > self.target_se
 
 
 @dataclass(frozen=True)
@@ -164,6 +179,18 @@ class Target:
     fn: Callable[..., object] | None = None  # the user's function, for timers that inspect it
     # Run before every call, outside what is timed: restores the inputs of an in-place kernel.
     prepare: Callable[[], object] | None = None
+    # Draws each round's memory placement (measure/placement.py); None: the process's placement.
+    placements: Placements | None = None
+
+
+@contextmanager
+def placed(target: Target, own_pool: bool = True) -> Iterator[Target]:
+    """The target as one round runs it: at a fresh placement when it has placements."""
+    if target.placements is None:
+        yield target
+        return
+    with target.placements.draw(own_pool) as here:
+        yield replace(target, call=here.call, prepare=here.prepare)
 
 
 class Timer(Protocol):
@@ -200,7 +227,7 @@ def run_rounds(
     readings: list[health_mod.Health] = []
     throttled = 0
     attempt = 0
-    while len(kept) < plan.rounds:
+    while plan.wants_more([noise.midmean(r.device_ms) for r in kept]):
         start = health_mod.read(device_index)
         samples = one_round(attempt)
         end = health_mod.read(device_index)
@@ -208,7 +235,7 @@ def run_rounds(
         reading = health_mod.Health(start, end) if start and end else None
         if reading is not None and reading.throttled:
             throttled += 1
-            if throttled <= plan.rounds:
+            if throttled <= plan.rounds:  # at most as many re-measurements as planned rounds
                 time.sleep(_THROTTLE_PAUSE_S)
                 continue
         kept.append(samples)
@@ -256,11 +283,10 @@ class WallClockTimer:
         began = time.perf_counter()
 
         def one_round(index: int) -> RoundSamples:
-            per_call = warm_up(_prepared(target), sync, plan.warm_up_s(index))
-            before = target.prepare
-            return RoundSamples(
-                collect(lambda: _wall_batch(target.call, sync, _batch_size(per_call), before), plan)
-            )
+            with placed(target) as here:
+                per_call = warm_up(_prepared(here), sync, plan.warm_up_s(index))
+                call, before, size = here.call, here.prepare, _batch_size(per_call)
+                return RoundSamples(collect(lambda: _wall_batch(call, sync, size, before), plan))
 
         kept, _, _ = run_rounds(plan, None, one_round)
         metric = Metric.of_rounds(self.method, [r.device_ms for r in kept])
@@ -315,12 +341,18 @@ class L2Flush:
         self._buffer.zero_()
 
 
+@cache
+def _l2_flush(index: int | None) -> L2Flush:
+    """One flush buffer per device and process: made once, not once per round."""
+    return L2Flush(index)
+
+
 def _flusher(target: Target, plan: SamplingPlan) -> Callable[[], None] | None:
     """What runs before every timed call, outside its timing: the L2 flush of a cold-cache
     measurement, then the target's own preparation (restoring an in-place kernel's inputs)."""
     steps = [
         step
-        for step in (L2Flush(target.device.index) if plan.cache == "cold" else None, target.prepare)
+        for step in (_l2_flush(target.device.index) if plan.cache == "cold" else None, target.prepare)
         if step
     ]
     if not steps:
@@ -352,9 +384,10 @@ Batch = Callable[[], list[float]]
 
 class _CudaTimer:
     """A CUDA timer: rounds of warm-up and sampling, with NVML read around each round. Subclasses
-    say how to sample (`sampler`: set up once, e.g. a graph capture, then called per batch)."""
+    say how to sample (`sampler`: set up per round, e.g. a graph capture, then called per batch)."""
 
     method = ""
+    own_pool = True  # each round's allocations come from a pool of its own (measure/placement.py)
 
     def sampler(self, target: Target, plan: SamplingPlan, per_call_s: float) -> Batch:
         raise NotImplementedError
@@ -363,14 +396,11 @@ class _CudaTimer:
         import torch
 
         began = time.perf_counter()
-        batch: Batch | None = None
 
         def one_round(index: int) -> RoundSamples:
-            nonlocal batch
-            per_call = warm_up(_prepared(target), torch.cuda.synchronize, plan.warm_up_s(index))
-            if batch is None:
-                batch = self.sampler(target, plan, per_call)
-            return RoundSamples(collect(batch, plan))
+            with placed(target, self.own_pool) as here:
+                per_call = warm_up(_prepared(here), torch.cuda.synchronize, plan.warm_up_s(index))
+                return RoundSamples(collect(self.sampler(here, plan, per_call), plan))
 
         with _no_recompile():
             kept, health, throttled = run_rounds(plan, target.device.index, one_round)
@@ -413,6 +443,7 @@ class CudaGraphTimer(_CudaTimer):
     """Device time with the launch cost amortised: replays of a graph of K back-to-back calls."""
 
     method = "cuda-graph"
+    own_pool = False  # a capture allocates from the graph's own pool
 
     def sampler(self, target: Target, plan: SamplingPlan, per_call_s: float) -> Batch:
         import torch
@@ -491,10 +522,23 @@ class CuptiTimer(_CudaTimer):
 
     method = "cupti"
 
+    def __init__(self) -> None:
+        # Device activities per call and per preparation, counted once per measurement: a fresh
+        # placement each round does not change what the call launches.
+        self._counts: tuple[int, int] | None = None
+
+    def measure(self, target: Target, plan: SamplingPlan) -> Timing:
+        self._counts = None
+        return super().measure(target, plan)
+
     def sampler(self, target: Target, plan: SamplingPlan, per_call_s: float) -> Batch:
         flush = _flusher(target, plan)
-        per_call_events = len(profile_device_activity(target.call, 1))
-        before_events = len(profile_device_activity(flush, 1)) if flush is not None else 0
+        if self._counts is None:
+            self._counts = (
+                len(profile_device_activity(target.call, 1)),
+                len(profile_device_activity(flush, 1)) if flush is not None else 0,
+            )
+        per_call_events, before_events = self._counts
         if per_call_events == 0:
             raise TimingError(
                 "the profiler recorded no device activity (CUPTI blocked or unavailable, "
@@ -577,25 +621,23 @@ class AutoTimer:
         began = time.perf_counter()
         notes: list[str] = []
         host_plan, device_plan = plan.scaled(_HOST_SHARE), plan.scaled(1 - _HOST_SHARE)
-        host_batch: Batch | None = None
-        device: tuple[str, Batch] | None = None
+        device: _DeviceBackend | None = None
 
         def one_round(index: int) -> RoundSamples:
-            nonlocal host_batch, device
-            per_call = warm_up(_prepared(target), torch.cuda.synchronize, plan.warm_up_s(index))
-            if host_batch is None:
-                host_batch = CudaEventTimer().sampler(target, host_plan, per_call)
-            host = collect(host_batch, host_plan)
-            if device is None:
-                device, samples = self._first_device_round(target, device_plan, per_call, notes)
-                return RoundSamples(samples, host)
-            return RoundSamples(collect(device[1], device_plan), host)
+            nonlocal device
+            with placed(target) as here:
+                per_call = warm_up(_prepared(here), torch.cuda.synchronize, plan.warm_up_s(index))
+                host = collect(CudaEventTimer().sampler(here, host_plan, per_call), host_plan)
+                if device is None:
+                    device, samples = self._first_device_round(here, device_plan, per_call, notes)
+                    return RoundSamples(samples, host)
+                return RoundSamples(collect(device.sampler(here, device_plan, per_call), device_plan), host)
 
         with _no_recompile():
             kept, health, throttled = run_rounds(plan, target.device.index, one_round)
         assert device is not None
         return Timing(
-            device_time=Metric.of_rounds(device[0], [r.device_ms for r in kept]),
+            device_time=Metric.of_rounds(device.method, [r.device_ms for r in kept]),
             host_latency=Metric.of_rounds(CudaEventTimer.method, [r.host_ms or [] for r in kept]),
             notes=tuple(notes),
             health=health,
@@ -606,12 +648,11 @@ class AutoTimer:
     @staticmethod
     def _first_device_round(
         target: Target, plan: SamplingPlan, per_call_s: float, notes: list[str]
-    ) -> tuple[tuple[str, Batch], list[float]]:
+    ) -> tuple[_DeviceBackend, list[float]]:
         """The first backend that can sample here, and its first round's samples."""
         for backend in _device_backends(plan.prefer_method):
             try:
-                batch = backend.sampler(target, plan, per_call_s)
-                return (backend.method, batch), collect(batch, plan)
+                return backend, collect(backend.sampler(target, plan, per_call_s), plan)
             except TimingError as exc:
                 notes.append(f"{backend.method} unavailable ({exc}); fell back")
         raise AssertionError("cuda-event, last in line, raises nothing of its own")

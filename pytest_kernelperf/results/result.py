@@ -57,6 +57,7 @@ class BenchResult:
     resolution_ms: float | None = None
     throttled_rounds: int = 0
     throttling: Throttling | None = None
+    placements: int = 0  # rounds measured each at its own memory placement (0: the process's)
 
     @property
     def label(self) -> str:

@@ -180,6 +180,7 @@ def result_to_dict(result: BenchResult, peak: Peak | None = None) -> dict[str, A
             "resolution_ms": result.resolution_ms,
             "throttled_rounds": result.throttled_rounds,
             "throttling": _throttling(result.throttling),
+            "placements": result.placements,
         }
         if timed
         else None,
@@ -497,6 +498,7 @@ def result_from_dict(data: Any, source: str = "<json>", where: str = "result") -
         resolution_ms=timing.number("resolution_ms", optional=True) if timing else None,
         throttled_rounds=(timing.whole("throttled_rounds", optional=True) or 0) if timing else 0,
         throttling=_throttling_from(timing.child("throttling", optional=True)) if timing else None,
+        placements=(timing.whole("placements", optional=True) or 0) if timing else 0,
     )
 
 

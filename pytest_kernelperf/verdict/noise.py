@@ -184,11 +184,66 @@ def midmean(values: Sequence[float]) -> float:
     return math.fsum(middle) / len(middle)
 
 
+# CUPTI timestamps jitter by about a nanosecond around their tick (32 ns on an H200): values this
+# close are one tick's.
+_TICK_JITTER_MS = 3e-6
+# The samples sit on a lattice when at least this share of the gaps between neighbouring clusters of
+# values are whole multiples of the smallest one (within the jitter).
+_LATTICE_SHARE = 0.9
+
+
 def resolution(values: Iterable[float]) -> float | None:
-    """The smallest positive step between distinct values (the timer's tick as seen), or None."""
+    """The timer's step as the samples show it (ms), or None when they show none.
+
+    Values within a nanosecond or so of each other are one tick read with jitter: they are merged,
+    and the step is the smallest gap between the merged values, provided the other gaps are whole
+    multiples of it. On an H200, CUPTI's samples 0.000960, 0.000991, 0.000992, 0.000993 ms give
+    0.000032 ms (the 32 ns tick), not the 1 ns of their jitter. Where the values form no lattice
+    (a host clock), the smallest gap between distinct values is the best estimate there is."""
     distinct = sorted({round(v, 9) for v in values})
-    steps = [b - a for a, b in itertools.pairwise(distinct) if b - a > 1e-9]
-    return min(steps) if steps else None
+    if len(distinct) < 2:
+        return None
+    centres = [distinct[0]]
+    members = [[distinct[0]]]
+    for value in distinct[1:]:
+        if value - members[-1][-1] <= _TICK_JITTER_MS:
+            members[-1].append(value)
+            centres[-1] = math.fsum(members[-1]) / len(members[-1])
+        else:
+            members.append([value])
+            centres.append(value)
+    gaps = [b - a for a, b in itertools.pairwise(centres)]
+    smallest = [b - a for a, b in itertools.pairwise(distinct) if b - a > 1e-9]
+    if not gaps:
+        return min(smallest) if smallest else None
+    step = min(gaps)
+    for _ in range(3):  # refit the step to all gaps: the smallest alone carries two readings' jitter
+        multiples = [max(1, round(g / step)) for g in gaps]
+        step = math.fsum(gaps) / sum(multiples)
+    on_lattice = sum(abs(g - m * step) <= 2 * _TICK_JITTER_MS for g, m in zip(gaps, multiples, strict=True))
+    if len(members) < len(distinct) and on_lattice >= _LATTICE_SHARE * len(gaps):
+        return step
+    return min(smallest) if smallest else None
+
+
+# Rounds each at its own memory placement that spread more than this (relative SD, and 4x the
+# size class's round noise) show a kernel whose time depends on where its buffers land.
+PLACEMENT_SD = 0.02
+
+
+def placement_sensitive(rounds_ms: Sequence[float], method: str) -> bool:
+    """Whether rounds drawn at fresh placements spread beyond what rounds of one placement do."""
+    squares, df = log_sum_of_squares(rounds_ms)
+    if df < 2:
+        return False
+    limit = max(PLACEMENT_SD, 4 * builtin_round_sd(geometric_mean(rounds_ms), method))
+    return math.sqrt(squares / df) > limit
+
+
+def level_standard_error(rounds_ms: Sequence[float]) -> float:
+    """The relative standard error of a level (the mean log of its rounds); 0 with one round."""
+    squares, df = log_sum_of_squares(rounds_ms)
+    return math.sqrt(squares / df / len(rounds_ms)) if df else 0.0
 
 
 def geometric_mean(values: Sequence[float]) -> float:
