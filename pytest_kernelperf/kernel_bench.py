@@ -22,7 +22,7 @@ from pytest_kernelperf.correctness import Mismatch, Uncomparable, assert_matches
 from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.ids import check_name, entry_test_id, split_nodeid
 from pytest_kernelperf.measure import placement
-from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.measure.device import CARD_KEY, DeviceInfo
 from pytest_kernelperf.measure.placement import Placements
 from pytest_kernelperf.measure.roofline import tensor_bytes
 from pytest_kernelperf.measure.timing import (
@@ -41,7 +41,7 @@ from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict import noise, stats
 from pytest_kernelperf.verdict.judge import NOT_JUDGED, Rounds, Throttling, Verdict, judge
-from pytest_kernelperf.verdict.noise import NoisePrior
+from pytest_kernelperf.verdict.prior import NoisePrior
 from pytest_kernelperf.verdict.ratio import RatioCheck, check_ratio, ratio_message, validate_max_ratio
 
 UPDATE_HINT = "If the change is intended, record new baselines with `pytest --kernelperf-update-baselines`."
@@ -555,7 +555,8 @@ class KernelBench:
     ) -> BenchResult:
         settings = self.settings
         measured, host = timing.device_time, timing.host_latency
-        throttling = throttling_of(timing)
+        throttling = throttling_of(timing, baseline)
+        here, there = device.environment, baseline.environment if baseline else {}
         common = {
             "device": device.name,
             "alpha": settings.alpha,
@@ -563,8 +564,8 @@ class KernelBench:
             "prior": self._hooks.noise_prior(device.name),
         }
         comparison = judge(
-            rounds_of(measured),
-            rounds_of(baseline.device_time) if baseline else None,
+            rounds_of(measured, here),
+            rounds_of(baseline.device_time, there) if baseline else None,
             threshold=settings.threshold,
             throttling=throttling,
             history=self._hooks.past_rounds(
@@ -585,8 +586,8 @@ class KernelBench:
         host_comparison = None
         if host is not None:
             host_comparison = judge(
-                rounds_of(host),
-                rounds_of(host_base) if host_base else None,
+                rounds_of(host, here),
+                rounds_of(host_base, there) if host_base else None,
                 threshold=settings.host_threshold,
                 **common,  # type: ignore[arg-type]
             )
@@ -696,19 +697,29 @@ def _interleaved(timer: Timer, fn: Target, reference: Target, plan: SamplingPlan
     return merge_rounds(fn_rounds), merge_rounds(ref_rounds)
 
 
-def rounds_of(metric: Metric | MetricRecord) -> Rounds:
-    """What the judge sees of a measurement or a stored baseline: its method and round locations."""
+def rounds_of(metric: Metric | MetricRecord, environment: Mapping[str, str]) -> Rounds:
+    """What the judge sees of a measurement or a stored baseline: its method, round locations (by
+    recording process), the timer's step and the card that measured it."""
+    card = environment.get(CARD_KEY)
     if isinstance(metric, Metric):
-        return Rounds(metric.method, metric.round_locations_ms)
-    return Rounds.stored(metric.method, metric.rounds_ms, metric.median_ms)
+        return Rounds(metric.method, metric.round_locations_ms, step_ms=metric.resolution_ms, card=card)
+    return Rounds.of_stored(metric, card)
 
 
-def throttling_of(timing: Timing) -> Throttling | None:
-    """Throttling in the rounds kept, or None when they all ran at full clock."""
+def throttling_of(timing: Timing, baseline: BaselineEntry | None = None) -> Throttling | None:
+    """Throttling in the rounds kept, or None when they all ran at full clock; with the clocks that
+    could explain a slowdown (the drop within the measurement, the baseline's clock)."""
     health = timing.health
     if health is None or not health.throttled:
         return None
-    return Throttling(health.throttled, health.clock_drop, health.throttled_rounds)
+    recorded = baseline.environment.get("sm_clock_mhz") if baseline else None
+    return Throttling(
+        health.throttled,
+        health.clock_drop,
+        health.throttled_rounds,
+        lowest_clock_mhz=health.lowest_clock_mhz or min(health.start.sm_clock_mhz, health.end.sm_clock_mhz),
+        baseline_clock_mhz=int(recorded) if recorded and recorded.isdigit() else None,
+    )
 
 
 def _not_judged(result: BenchResult, path: Path, cache: str) -> str:

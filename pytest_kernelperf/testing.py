@@ -14,7 +14,8 @@ that level with a small jitter, mirrored in pairs so that a round's midmean is i
 draw is seeded (by the label, KERNELPERF_SCRIPTED_SEED, the
 timer's `seed` and how many measurements of that label it has made), so verdicts are the same on
 every run, while repeated measurements in one process draw afresh, as on a GPU.
-``kernel.fake_throttle = ("software power cap",)`` makes every round report that throttling.
+``kernel.fake_throttle = ("software power cap",)`` makes every round report that throttling, with the
+SM clock falling from 1980 MHz to ``kernel.fake_clock_mhz`` (default 1980: no drop) over the rounds.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import os
 import random
 import zlib
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +69,11 @@ class ScriptedTimer:
             self.round_samples(float(fake_ms), rng, max(self.samples, plan.min_samples))
             for _ in range(plan.rounds)
         ]
-        health = _throttled(getattr(target.fn, "fake_throttle", None), plan.rounds)
+        health = _throttled(
+            getattr(target.fn, "fake_throttle", None),
+            plan.rounds,
+            int(getattr(target.fn, "fake_clock_mhz", 1980)),
+        )
         return Timing(
             device_time=Metric.of_rounds(self.method, rounds),
             health=health,
@@ -86,11 +92,12 @@ class ScriptedTimer:
         return out
 
 
-def _throttled(reasons: Sequence[str] | None, rounds: int) -> health_mod.Health | None:
+def _throttled(reasons: Sequence[str] | None, rounds: int, clock_mhz: int) -> health_mod.Health | None:
     if not reasons:
         return None
-    reading = health_mod.HealthReading(sm_clock_mhz=1980, temperature_c=60, throttle_reasons=tuple(reasons))
-    return health_mod.Health(reading, reading, throttled_rounds=rounds)
+    start = health_mod.HealthReading(sm_clock_mhz=1980, temperature_c=60, throttle_reasons=tuple(reasons))
+    end = replace(start, sm_clock_mhz=clock_mhz)
+    return health_mod.Health(start, end, throttled_rounds=rounds, lowest_clock_mhz=min(1980, clock_mhz))
 
 
 class FakeProfiler:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import statistics
 import sys
 from collections import Counter, defaultdict
@@ -31,13 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_kernelperf.settings import DEFAULTS
 from pytest_kernelperf.verdict.judge import Rounds, Verdict, judge
-from pytest_kernelperf.verdict.noise import (
-    HISTORY_MIN_RUNS,
-    NoisePrior,
-    geometric_mean,
-    history_level_sd,
-    size_class,
-)
+from pytest_kernelperf.verdict.noise import HISTORY_MIN_RUNS, geometric_mean, size_class
+from pytest_kernelperf.verdict.prior import NoisePrior, history_variance
 from studies.study_common import load_run
 
 DEVICE = "recorded"
@@ -174,14 +170,15 @@ def read_rounds(sources: list[Path]) -> Iterator[dict[str, Any]]:
 
 def print_between_process(measured: dict[str, dict[str, Rounds]]) -> None:
     """Per size class, the SD of a process's mean log level beyond what its rounds' own spread predicts
-    (noise.history_level_sd over the processes), over the kernels of that class."""
+    (prior.history_variance over the processes), over the kernels of that class."""
     by_class: dict[str, list[float]] = defaultdict(list)
     lows: dict[str, float] = {}
     for runs in measured.values():
         # The estimator a run uses on its history (at least HISTORY_MIN_RUNS processes).
-        estimate = history_level_sd([r.rounds_ms for r in runs.values()])
+        estimate = history_variance([r.rounds_ms for r in runs.values()])
         if estimate is None:
             continue
+        estimate = (math.sqrt(estimate[0]), estimate[1])
         size = size_class(geometric_mean([v for r in runs.values() for v in r.rounds_ms]))
         lows[size.label] = size.low_ms
         by_class[size.label].append(estimate[0])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import textwrap
 
+import pytest
 from conftest import Project
 
 THROTTLED = """
@@ -18,14 +19,15 @@ def kernel(x):
 kernel.fake_ms = float(os.environ.get("FAKE_MS", "1.0"))
 if os.environ.get("THROTTLE"):
     kernel.fake_throttle = ("software power cap",)
+    kernel.fake_clock_mhz = int(os.environ["THROTTLE"])
 
 def test_kernel(kernel_bench):
     kernel_bench(kernel, torch.ones(64))
 """
 
 
-def throttled_run(project: Project, *args: str, ms: float) -> object:
-    project.monkeypatch.setenv("THROTTLE", "1")
+def throttled_run(project: Project, *args: str, ms: float, clock_mhz: int = 1650) -> object:
+    project.monkeypatch.setenv("THROTTLE", str(clock_mhz))
     return project.run("--kernelperf", "--kernelperf-json=run.json", "-W", "always", *args, ms=ms)
 
 
@@ -37,14 +39,26 @@ def test_throttling_that_could_explain_the_change_is_unreliable_and_never_silent
     result.stdout.fnmatch_lines(  # type: ignore[attr-defined]
         [
             "*UNRELIABLE: test_kernels.py::test_kernel on * not judged +20.0%: GPU throttled in 5 rounds "
-            "(software power cap): a change of +20.0% may be the clock's*"
+            "(software power cap, clocks account for up to 20.0%): a change of +20.0% may be the clock's*"
         ]
     )
     data = json.loads((project.pytester.path / "run.json").read_text())
     timing = data["results"][0]["device_time"]
     assert data["results"][0]["verdict"] == "unreliable"
     assert timing["throttled_rounds"] == 10
-    assert timing["throttling"] == {"reasons": ["software power cap"], "clock_drop": None, "rounds": 5}
+    assert timing["throttling"]["reasons"] == ["software power cap"] and timing["throttling"]["rounds"] == 5
+    assert timing["throttling"]["clock_drop"] == pytest.approx(330 / 1980)
+
+
+def test_throttling_without_a_clock_drop_leaves_a_slowdown_judged(project: Project) -> None:
+    # A heavy kernel at the power cap in every process, its clock where it always is: a verdict.
+    project.module(THROTTLED)
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
+    result = throttled_run(project, ms=1.2, clock_mhz=1980)
+    result.assert_outcomes(failed=1)  # type: ignore[attr-defined]
+    result.stdout.fnmatch_lines(  # type: ignore[attr-defined]
+        ["*GPU throttled in 5 rounds (software power cap, no clock drop recorded), which cannot explain*"]
+    )
 
 
 def test_strict_fails_unreliable_incomparable_and_new(project: Project) -> None:
@@ -75,7 +89,7 @@ def test_throttling_cannot_hide_a_change_beyond_2x(project: Project) -> None:
     result.stdout.fnmatch_lines(  # type: ignore[attr-defined]
         [
             "*performance regression*(+760.0%*",
-            "*GPU throttled in 5 rounds (software power cap), which cannot explain*",
+            "*GPU throttled in 5 rounds (software power cap, clocks account for up to 20.0%), which cannot*",
         ]
     )
 

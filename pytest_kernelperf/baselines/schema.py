@@ -75,13 +75,22 @@ class MetricRecord:
     quantiles_ms: tuple[float, ...]
     rounds_ms: tuple[float, ...] = ()  # per-round locations (midmeans); empty in schema-1 entries
     resolution_ms: float | None = None  # the timer's step as seen in the samples
+    # How many of the rounds each recording process measured, in order; empty: one process.
+    process_rounds: tuple[int, ...] = ()
 
     @property
     def level_ms(self) -> float:
-        """The figure a verdict judges: the geometric mean of the rounds (the median before rounds)."""
+        """The figure a verdict judges: the mean over recording processes of each one's geometric
+        mean of rounds (the median before rounds)."""
         if not self.rounds_ms:
             return self.median_ms
-        return math.exp(math.fsum(math.log(v) for v in self.rounds_ms) / len(self.rounds_ms))
+        counts = self.process_rounds or (len(self.rounds_ms),)
+        logs, start = [], 0
+        for count in counts:
+            part = self.rounds_ms[start : start + count]
+            logs.append(math.fsum(math.log(v) for v in part) / count)
+            start += count
+        return math.exp(math.fsum(logs) / len(logs))
 
     @property
     def round_range_ms(self) -> tuple[float, float]:
@@ -252,7 +261,7 @@ def _inputs(value: Any) -> tuple[TensorInput, ...]:
 def _metric(value: Any, at: FieldPath) -> MetricRecord:
     record = _mapping(value, at, at[-1])
     required = {"method", "median_ms", "ci_ms", "n", "quantiles_ms"}
-    _only_keys(record, required | {"rounds_ms", "resolution_ms"}, at)
+    _only_keys(record, required | {"rounds_ms", "resolution_ms", "process_rounds"}, at)
     missing = sorted(required - set(record))
     if missing:
         raise SchemaError((*at, missing[0]), f"missing {', '.join(missing)}")
@@ -292,7 +301,22 @@ def _metric(value: Any, at: FieldPath) -> MetricRecord:
         quantiles_ms=values,
         rounds_ms=rounds,
         resolution_ms=step,
+        process_rounds=_process_rounds(record.get("process_rounds"), len(rounds), at),
     )
+
+
+def _process_rounds(value: Any, rounds: int, at: FieldPath) -> tuple[int, ...]:
+    """Rounds per recording process: whole numbers of at least 1 that add up to the rounds."""
+    if value is None:
+        return ()
+    counts = _whole_numbers(value, (*at, "process_rounds"), 1)
+    if sum(counts) != rounds:
+        raise SchemaError(
+            (*at, "process_rounds"),
+            f"process_rounds must count the rounds of each recording process, adding up to the {rounds} "
+            f"in rounds_ms, got {value!r}",
+        )
+    return counts if len(counts) > 1 else ()
 
 
 def _consistent(at: FieldPath, median: float, ci: tuple[float, float], quantiles: tuple[float, ...]) -> None:
@@ -403,6 +427,8 @@ def metric_to_data(record: MetricRecord) -> dict[str, Any]:
         data["rounds_ms"] = list(record.rounds_ms)
     if record.resolution_ms is not None:
         data["resolution_ms"] = record.resolution_ms
+    if record.process_rounds:
+        data["process_rounds"] = list(record.process_rounds)
     return data
 
 

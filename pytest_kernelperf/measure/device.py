@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
+# The environment key of a GPU's identity (its UUID).
+CARD_KEY = "gpu_uuid"
+
 
 @dataclass(frozen=True)
 class DeviceInfo:
@@ -60,6 +63,11 @@ def fingerprint(kind: str) -> DeviceInfo:
     index = torch.cuda.current_device()
     props = torch.cuda.get_device_properties(index)
     env["capability"] = f"{props.major}.{props.minor}"
+    uuid = getattr(props, "uuid", None)
+    if uuid is not None:
+        # Which card: baselines are keyed by the model, and a baseline from another card of that
+        # model is judged with the card-to-card part of the noise.
+        env[CARD_KEY] = str(uuid)
     if torch.version.cuda:
         env["cuda"] = str(torch.version.cuda)
     driver = nvml_driver_version()

@@ -19,7 +19,8 @@ from pytest_kernelperf.measure.timing import Timer
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.settings import Settings
-from pytest_kernelperf.verdict.noise import HISTORY_MAX_RUNS, NoisePrior
+from pytest_kernelperf.verdict.noise import HISTORY_MAX_RUNS
+from pytest_kernelperf.verdict.prior import NoisePrior
 
 if TYPE_CHECKING:
     from pytest_kernelperf.history.store import HistoryStore
@@ -139,7 +140,7 @@ class KernelperfSession:
                         continue
                     for record in (entry.device_time, entry.host_latency):
                         if record is not None and record.rounds_ms:
-                            prior.add(device, record.method, record.rounds_ms)
+                            prior.add(device, record.method, record.rounds_ms, record.process_rounds)
                     if key.test in ids or key.test.rpartition("::")[0] in ids:
                         planned += 1
             self._baseline_sets[device] = (prior, max(1, planned))

@@ -18,13 +18,13 @@ from pytest_kernelperf import __version__
 from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord
 from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate, file_for
 from pytest_kernelperf.formatting import utc_stamp
-from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.measure.device import CARD_KEY, DeviceInfo
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.results.runfile import RunReport
 from pytest_kernelperf.results.throughput import Peak
 from pytest_kernelperf.settings import DEFAULTS
 from pytest_kernelperf.verdict.judge import Comparison, Rounds, Verdict, judge
-from pytest_kernelperf.verdict.noise import NoisePrior
+from pytest_kernelperf.verdict.prior import NoisePrior
 
 DEFAULT_THRESHOLD = DEFAULTS["threshold"]
 DEFAULT_ALPHA = DEFAULTS["alpha"]
@@ -135,12 +135,12 @@ def noise_priors(baselines: dict[ResultKey, BaselineEntry]) -> dict[str, NoisePr
         prior = priors.setdefault(device, NoisePrior())
         for record in (entry.device_time, entry.host_latency):
             if record is not None and record.rounds_ms:
-                prior.add(device, record.method, record.rounds_ms)
+                prior.add(device, record.method, record.rounds_ms, record.process_rounds)
     return priors
 
 
-def _stored(record: MetricRecord) -> Rounds:
-    return Rounds.stored(record.method, record.rounds_ms, record.median_ms)
+def _stored(record: MetricRecord, entry: BaselineEntry) -> Rounds:
+    return Rounds.of_stored(record, entry.environment.get(CARD_KEY))
 
 
 @dataclass(frozen=True)
@@ -163,8 +163,8 @@ def _judge(result: BenchResult, base: BaselineEntry | None, source: str, how: Ju
     }
     mine = result.entry.device_time
     comparison = judge(
-        _stored(mine),
-        _stored(base.device_time) if base else None,
+        _stored(mine, result.entry),
+        _stored(base.device_time, base) if base else None,
         threshold=how.threshold,
         throttling=result.throttling,
         **common,  # type: ignore[arg-type]
@@ -184,8 +184,8 @@ def _judge(result: BenchResult, base: BaselineEntry | None, source: str, how: Ju
     my_host, their_host = result.entry.host_latency, base.host_latency
     if my_host is not None and their_host is not None:
         host_comparison = judge(
-            _stored(my_host),
-            _stored(their_host),
+            _stored(my_host, result.entry),
+            _stored(their_host, base),
             threshold=how.host_threshold,
             **common,  # type: ignore[arg-type]
         )

@@ -3,16 +3,19 @@
 Used by kernel_bench, by saved-run compare (`python -m pytest_kernelperf compare`) and by the
 studies that re-judge recorded data. Pure logic: no torch, no pytest.
 
-The model. A measurement is R rounds (each its own warm-up and sampling window) and each round
-gives one location (the midmean of its samples). On a GPU the level a round lands on is re-drawn
-every round, so the rounds, not the samples, carry the noise that matters. The judge compares the
-mean log round location of this run with the baseline's:
+The model. A measurement is R rounds (each its own warm-up, sampling window and memory placement)
+and each round gives one location (the midmean of its samples). On a GPU the level a round lands on
+is re-drawn every round, and a process's level moves again beyond its rounds; a baseline may come
+from several recording processes. The judge compares the mean log level of this run with the mean
+over the baseline's processes:
 
-* difference d = mean(log current rounds) - mean(log baseline rounds); ratio = exp(d);
-* noise: the kernel's pooled within-set round SD, shrunk toward a prior SD (empirical Bayes:
-  s^2 = (nu0 s0^2 + nu s_own^2) / (nu0 + nu)), plus the between-process part of two processes'
-  levels (by size class, or learnt from the kernel's past runs in the history);
-* Student t with nu0 + nu degrees of freedom, one-sided, at the per-judgement level alpha / m,
+* difference d = mean(log current rounds) - mean over processes of mean(log baseline rounds);
+  ratio = exp(d);
+* round noise s^2: the kernel's rounds pooled within processes, shrunk toward a prior fitted to the
+  baseline set (verdict/prior.py); between-process noise sp^2: the spread of the baseline's
+  processes and of the kernel's past runs, shrunk toward its own fitted prior, never below the
+  quantisation of the timer's step; a baseline from another GPU adds that card's part;
+* Student t with Satterthwaite's degrees of freedom, one-sided, at the per-judgement level alpha / m,
   m being the number of judgements the run plans (Bonferroni: alpha is the suite's false-alarm rate);
 * "slower" needs that evidence AND the ratio beyond the practical floor `threshold`.
 """
@@ -24,8 +27,10 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from pytest_kernelperf.verdict import noise
+from pytest_kernelperf.verdict import prior as prior_mod
 
 MODEL = "t test on log round locations"
 POWER = 0.95  # the detection probability the smallest detectable change is quoted at
@@ -54,26 +59,72 @@ class Verdict(str, enum.Enum):
 NOT_JUDGED = (Verdict.NEW, Verdict.INCOMPARABLE, Verdict.UNRELIABLE)
 
 
+class StoredMetric(Protocol):
+    """What the judge reads of a stored measurement (baselines/schema.py's MetricRecord)."""
+
+    @property
+    def method(self) -> str: ...
+    @property
+    def rounds_ms(self) -> tuple[float, ...]: ...
+    @property
+    def median_ms(self) -> float: ...
+    @property
+    def process_rounds(self) -> tuple[int, ...]: ...
+    @property
+    def resolution_ms(self) -> float | None: ...
+
+
 @dataclass(frozen=True)
 class Rounds:
-    """One side of a comparison: a method and its per-round locations (ms per call)."""
+    """One side of a comparison: a method and its per-round locations (ms per call), grouped by the
+    processes that measured them, with the timer's step and the GPU that measured them."""
 
     method: str
     rounds_ms: tuple[float, ...]
     legacy: bool = False  # a schema-1 baseline entry: its median stands in as one round
+    process_rounds: tuple[int, ...] = ()  # rounds of each recording process; (): one process
+    step_ms: float | None = None  # the timer's step as seen in the samples
+    card: str | None = None  # the GPU's identity (its UUID) where known
 
     @classmethod
-    def stored(cls, method: str, rounds_ms: Sequence[float], median_ms: float) -> Rounds:
+    def stored(
+        cls,
+        method: str,
+        rounds_ms: Sequence[float],
+        median_ms: float,
+        process_rounds: Sequence[int] = (),
+        step_ms: float | None = None,
+        card: str | None = None,
+    ) -> Rounds:
         """A stored measurement (baseline entry): a schema-1 entry has no rounds, and its median
         stands in as one round, judged with the prior's noise."""
         if rounds_ms:
-            return cls(method, tuple(rounds_ms))
-        return cls(method, (median_ms,), legacy=True)
+            return cls(
+                method, tuple(rounds_ms), process_rounds=tuple(process_rounds), step_ms=step_ms, card=card
+            )
+        return cls(method, (median_ms,), legacy=True, step_ms=step_ms, card=card)
+
+    @classmethod
+    def of_stored(cls, record: StoredMetric, card: str | None = None) -> Rounds:
+        """A baseline entry's (or a saved run's) record of one metric."""
+        return cls.stored(
+            record.method,
+            record.rounds_ms,
+            record.median_ms,
+            record.process_rounds,
+            record.resolution_ms,
+            card,
+        )
+
+    @property
+    def processes(self) -> list[tuple[float, ...]]:
+        return prior_mod.groups(self.rounds_ms, self.process_rounds)
 
     @property
     def level_ms(self) -> float:
-        """The figure judged: the (geometric) mean of the rounds."""
-        return noise.geometric_mean(self.rounds_ms)
+        """The figure judged: the mean over processes of each one's geometric mean of rounds."""
+        parts = self.processes
+        return math.exp(math.fsum(math.log(noise.geometric_mean(p)) for p in parts) / len(parts))
 
 
 @dataclass(frozen=True)
@@ -81,22 +132,38 @@ class Throttling:
     """NVML said the GPU held its clock down during rounds that could not be re-measured."""
 
     reasons: tuple[str, ...]
-    clock_drop: float | None = None  # fraction the SM clock fell (None: not known)
+    clock_drop: float | None = None  # fraction the SM clock fell within the measurement (None: no drop)
     rounds: int = 0  # throttled rounds kept
+    lowest_clock_mhz: int | None = None  # the lowest SM clock read around the rounds kept
+    baseline_clock_mhz: int | None = None  # the SM clock the baseline recorded
+
+    def clock_slowdown(self) -> float | None:
+        """The slowdown the recorded clocks account for: the drop within this measurement, or this
+        measurement's lowest clock against the baseline's; None where no clock fell."""
+        found = []
+        if self.clock_drop is not None and 0 < self.clock_drop < 1:
+            found.append(self.clock_drop / (1 - self.clock_drop))
+        if (
+            self.lowest_clock_mhz
+            and self.baseline_clock_mhz
+            and self.lowest_clock_mhz < self.baseline_clock_mhz
+        ):
+            found.append(self.baseline_clock_mhz / self.lowest_clock_mhz - 1)
+        return max(found) if found else None
 
     def explains(self, ratio: float) -> bool:
-        """Whether throttling could account for a change of this ratio."""
+        """Whether the recorded clocks could account for a change of this ratio: a kernel that meets
+        the power cap at the same clock as its baseline still gets a verdict."""
         if ratio > THROTTLE_LIMIT_RATIO or ratio < 1 / THROTTLE_LIMIT_RATIO:
             return False
-        if self.clock_drop is None or self.clock_drop <= 0:
-            return True  # a power cap dips between readings: assume the worst short of 2x
-        slowdown = self.clock_drop / (1 - self.clock_drop) if self.clock_drop < 1 else math.inf
-        return abs(ratio - 1) <= THROTTLE_MARGIN * slowdown
+        slowdown = self.clock_slowdown()
+        return slowdown is not None and abs(ratio - 1) <= THROTTLE_MARGIN * slowdown
 
     def describe(self) -> str:
-        drop = f", SM clock down {self.clock_drop:.1%}" if self.clock_drop else ""
+        slowdown = self.clock_slowdown()
+        clocks = f", clocks account for up to {slowdown:.1%}" if slowdown else ", no clock drop recorded"
         kept = f" in {self.rounds} round{'s' if self.rounds != 1 else ''}" if self.rounds else ""
-        return f"GPU throttled{kept} ({', '.join(self.reasons)}{drop})"
+        return f"GPU throttled{kept} ({', '.join(self.reasons)}{clocks})"
 
 
 @dataclass(frozen=True)
@@ -164,7 +231,7 @@ def judge(
     threshold: float,
     alpha: float,
     planned_judgements: int = 1,
-    prior: noise.NoisePrior | None = None,
+    prior: prior_mod.NoisePrior | None = None,
     throttling: Throttling | None = None,
     baseline_name: str = "baseline",
     history: Sequence[Sequence[float]] | None = None,
@@ -189,9 +256,7 @@ def judge(
             alpha=alpha,
             planned_judgements=planned,
         )
-    test = round_test(
-        current.rounds_ms, baseline.rounds_ms, device, current.method, alpha / planned, prior, history
-    )
+    test = round_test(current, baseline, device, alpha / planned, prior, history)
     notes = []
     if baseline.legacy:
         notes.append(
@@ -204,7 +269,7 @@ def judge(
     verdict = Verdict.SLOWER if slower else Verdict.FASTER if faster else Verdict.SAME
     if throttling is not None:
         # A lower clock only ever makes a run look slower: it cannot hide a slowdown, so only a
-        # "slower" that the clock drop could explain is left unjudged.
+        # "slower" that the recorded clocks could explain is left unjudged.
         if verdict is Verdict.SLOWER and throttling.explains(ratio):
             verdict = Verdict.UNRELIABLE
             notes.insert(0, f"{throttling.describe()}: a change of {ratio - 1:+.1%} may be the clock's")
@@ -235,6 +300,14 @@ def judge(
 
 
 @dataclass(frozen=True)
+class ProcessNoise:
+    """The between-process SD a judgement used (relative, the timer's step included) and its source."""
+
+    sd: float
+    source: str
+
+
+@dataclass(frozen=True)
 class RoundTest:
     ratio: float
     ratio_ci: tuple[float, float]
@@ -245,41 +318,77 @@ class RoundTest:
     df: float
     source: str
     detectable: float  # smallest relative slowdown detected with POWER
-    process: noise.ProcessSD | None = None  # the between-process part, when the test has one
+    process: ProcessNoise | None = None  # the between-process part, when the test has one
+
+
+# A baseline from another GPU of the same model: each kernel's level may sit elsewhere on that card
+# (relative SD, added to the between-process part). Measured across H200s (docs/measurement.md).
+CARD_LEVEL_SD = 0.003
 
 
 def round_test(
-    current_ms: Sequence[float],
-    baseline_ms: Sequence[float],
+    current: Rounds,
+    baseline: Rounds,
     device: str,
-    method: str,
     level: float,
-    prior: noise.NoisePrior | None = None,
+    prior: prior_mod.NoisePrior | None = None,
     history: Sequence[Sequence[float]] | None = None,
 ) -> RoundTest:
-    """Two-sample t test of log round locations with a shrunk, pooled SD, plus the between-process
-    part of two processes' levels."""
-    if not current_ms or not baseline_ms:
+    """Welch-type t test of the mean log level of this run against the baseline's processes.
+
+    Round variance s^2: the kernel's rounds (pooled within each process), shrunk toward the baseline
+    set's fitted prior. Between-process variance sp^2: the spread of the baseline's recording
+    processes and of the kernel's past runs (beyond what their rounds explain), shrunk toward its
+    prior, and never below a timer step's quantisation. With N baseline processes the difference has
+    variance s^2 (1/n + sum(1/n_p)/N^2) + sp^2 (1 + 1/N); degrees of freedom by Satterthwaite."""
+    if not current.rounds_ms or not baseline.rounds_ms:
         raise ValueError("a comparison needs at least one round on each side")
-    baseline_level = noise.geometric_mean(baseline_ms)
-    d = math.log(noise.geometric_mean(current_ms) / baseline_level)
-    own_squares, own_df = (
-        a + b
-        for a, b in zip(
-            noise.log_sum_of_squares(current_ms), noise.log_sum_of_squares(baseline_ms), strict=True
-        )
-    )
-    base_prior = (prior or noise.NoisePrior()).for_kernel(device, method, baseline_level)
-    df = base_prior.df + own_df
-    variance = (base_prior.df * base_prior.sd**2 + own_squares) / df
-    process = noise.process_noise(baseline_level, method, history)
-    se = math.sqrt(variance * (1 / len(current_ms) + 1 / len(baseline_ms)) + 2 * process.sd**2)
+    noises = prior or prior_mod.NoisePrior()
+    parts = baseline.processes
+    base_level = baseline.level_ms
+    d = math.log(current.level_ms / base_level)
+    rounds_prior = noises.for_kernel(device, current.method, base_level)
+    round_var, own_df = prior_mod.within_variance([current.rounds_ms, *parts])
+    df_rounds = rounds_prior.df + own_df
+    s2 = (rounds_prior.df * rounds_prior.sd**2 + own_df * round_var) / df_rounds
+    inverse = math.fsum(1 / len(p) for p in parts)
+    n_processes = len(parts)
+    round_part = s2 * (1 / len(current.rounds_ms) + inverse / n_processes**2)
+
+    process_prior = noises.for_process(device, current.method, base_level)
+    pieces = [(process_prior.sd**2, process_prior.df)]
+    seen = []
+    spread = prior_mod.level_variance(parts)
+    if spread is not None:
+        pieces.append((spread[0] - s2 * inverse / n_processes, spread[1]))
+        seen.append(f"{n_processes} recording processes")
+    learnt = prior_mod.history_variance(history) if history else None
+    if learnt is not None:
+        pieces.append(learnt)
+        seen.append(f"{len(history or ())} past runs")
+    df_process = math.fsum(df for _, df in pieces)
+    sp2 = max(math.fsum(v * df for v, df in pieces) / df_process, 0.0)
     source = (
-        f"this kernel's {len(current_ms) + len(baseline_ms)} rounds, shrunk toward {base_prior.source}"
-        if own_df
-        else base_prior.source
+        process_prior.source if not seen else f"{' and '.join(seen)}, shrunk toward {process_prior.source}"
     )
-    return replace(_t_test(d, se, df, level, math.sqrt(variance), source), process=process)
+    # A level sits anywhere within a timer step from one process to the next: at least a uniform's SD.
+    step = max(current.step_ms or 0.0, baseline.step_ms or 0.0)
+    quantised = (step / base_level) ** 2 / 12
+    if quantised > sp2:
+        sp2 = quantised
+        source += f"; raised to {math.sqrt(quantised):.2%} by the timer's {step * 1e6:.3g} ns step"
+    process_part = sp2 * (1 + 1 / n_processes)
+    if current.card and baseline.card and current.card != baseline.card:
+        process_part += CARD_LEVEL_SD**2
+        source += f"; plus {CARD_LEVEL_SD:.2%} for a baseline from another GPU"
+    variance = round_part + process_part
+    df = variance**2 / (round_part**2 / df_rounds + process_part**2 / df_process)
+    own = f"this kernel's {len(current.rounds_ms) + len(baseline.rounds_ms)} rounds, shrunk toward "
+    test = _t_test(
+        d, math.sqrt(variance), df, level, math.sqrt(s2), (own if own_df else "") + rounds_prior.source
+    )
+    process = ProcessNoise(math.sqrt(process_part / (1 + 1 / n_processes)), source)
+    return replace(test, process=process)
 
 
 def _t_test(d: float, se: float, df: float, level: float, sd: float, source: str) -> RoundTest:
@@ -308,7 +417,7 @@ def paired_test(
     method: str,
     limit: float,
     level: float,
-    prior: noise.NoisePrior | None = None,
+    prior: prior_mod.NoisePrior | None = None,
 ) -> RoundTest:
     """Paired t test of log(fn round / reference round) against log(limit): rounds interleaved in one
     run share their drift, so the pairing removes it. The noise of one log ratio is shrunk toward
@@ -319,7 +428,9 @@ def paired_test(
     mean = math.fsum(diffs) / len(diffs)
     own_squares = math.fsum((x - mean) ** 2 for x in diffs)
     own_df = len(diffs) - 1
-    base_prior = (prior or noise.NoisePrior()).for_kernel(device, method, noise.geometric_mean(reference_ms))
+    base_prior = (prior or prior_mod.NoisePrior()).for_kernel(
+        device, method, noise.geometric_mean(reference_ms)
+    )
     df = base_prior.df + own_df
     variance = (base_prior.df * 2 * base_prior.sd**2 + own_squares) / df
     se = math.sqrt(variance / len(diffs))

@@ -1,12 +1,13 @@
-"""How noisy a kernel's measurements are from round to round: per-round locations and the prior SD.
+"""What a measurement's samples and rounds say: each round's location, the timer's step, a level and
+its standard error, and the built-in noise values by size class.
 
-A measurement is several rounds, each a fresh warm-up and sampling window. On an H200 the level a
-round lands on is drawn afresh every time (SD of a round's location 0.7-0.8% for a 2.2 us kernel,
-0.08-0.09% for a 130 us one, docs/results/verdicts.md), while samples inside a round mostly keep
-their level; so the variance that decides a verdict is the round-to-round one, and a kernel's own
-few rounds estimate it poorly. The judge therefore shrinks the kernel's own round SD toward a prior:
-pooled from the other baseline entries of the same device and size class when the run has read
-some, else a built-in value by size class. Pure module: no torch, no pytest.
+A measurement is several rounds, each a fresh warm-up, sampling window and memory placement. On an
+H200 the level a round lands on is drawn afresh every time (SD of a round's location 0.7-0.8% for a
+2.2 us kernel, 0.08-0.09% for a 130 us one, docs/results/verdicts.md), while samples inside a round
+mostly keep their level; so the variances that decide a verdict are the round-to-round one and the
+process-to-process one, which verdict/prior.py estimates per kernel. The built-in values here are
+the shape of its priors over kernel sizes, and stand where a baseline set gives too little to fit.
+Pure module: no torch, no pytest.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 # Between-process component of a measurement's level (relative SD), by per-call time: added to the
 # noise of the difference of two measurements made in different processes, since a baseline comes
@@ -38,6 +39,12 @@ PROCESS_LEVEL_SD: tuple[tuple[float, float], ...] = (
 HOST_PROCESS_LEVEL_SD = 0.3
 
 
+# A kernel's between-process noise is also learnt from its past runs in the run history: its newest
+# HISTORY_MAX_RUNS runs judged against its current baseline, from HISTORY_MIN_RUNS runs on.
+HISTORY_MIN_RUNS = 5
+HISTORY_MAX_RUNS = 40
+
+
 def process_level_sd(level_ms: float, method: str = "cupti") -> float:
     """The between-process SD (relative) of a measurement taking `level_ms` per call."""
     if method in HOST_METHODS:
@@ -45,74 +52,6 @@ def process_level_sd(level_ms: float, method: str = "cupti") -> float:
     return next(sd for upper, sd in PROCESS_LEVEL_SD if level_ms < upper)
 
 
-# A kernel's own between-process SD can be learnt from its past runs in the run history (each run a
-# process, its rounds kept). The class value above is the prior, with this weight in degrees of
-# freedom (8: of 4, 8 and 10 tried on the H200 A/A rounds, the smallest that kept the p-values
-# calibrated with a 10-run history); the history is used from HISTORY_MIN_RUNS runs, its newest
-# HISTORY_MAX_RUNS. A step in
-# the history (a change accepted since) widens the spread of the runs; the learnt SD is held to at
-# most HISTORY_MAX_FACTOR times the class value, so that such a step cannot leave a kernel unjudged.
-# On the H200 A/A rounds (docs/results/aa_sequential.md) a robust scale (median of successive
-# differences) ignored the rare large process-to-process moves and raised false alarms (40 in
-# 16,800 judgements); the plain SD did not (1, as with the class values).
-HISTORY_CLASS_DF = 8
-HISTORY_MIN_RUNS = 10
-HISTORY_MAX_RUNS = 40
-HISTORY_MAX_FACTOR = 3.0
-
-
-@dataclass(frozen=True)
-class ProcessSD:
-    """The between-process relative SD a judgement uses, and where it came from."""
-
-    sd: float
-    source: str
-
-
-def history_level_sd(runs_rounds_ms: Sequence[Sequence[float]]) -> tuple[float, int] | None:
-    """A kernel's between-process SD from its past runs (each run's rounds) and the number of runs
-    it came from, or None with fewer than HISTORY_MIN_RUNS runs: the SD of the runs' mean log
-    levels, less the part the runs' own round noise explains."""
-    # A run with a round that is not a positive time (an edited or damaged file) says nothing.
-    runs = [r for r in runs_rounds_ms if r and all(v > 0 and math.isfinite(v) for v in r)]
-    runs = runs[-HISTORY_MAX_RUNS:]
-    if len(runs) < HISTORY_MIN_RUNS:
-        return None
-    means = [math.fsum(math.log(v) for v in r) / len(r) for r in runs]
-    grand = math.fsum(means) / len(means)
-    total = math.fsum((m - grand) ** 2 for m in means) / (len(means) - 1)
-    spreads = [log_sum_of_squares(r) for r in runs]
-    within = [squares / df / (df + 1) for squares, df in spreads if df]  # variance of a run's mean
-    explained = math.fsum(within) / len(within) if within else 0.0
-    return math.sqrt(max(0.0, total - explained)), len(runs)
-
-
-def process_noise(
-    level_ms: float, method: str, history: Sequence[Sequence[float]] | None = None
-) -> ProcessSD:
-    """The between-process SD for a kernel of `level_ms`: its class value, or that shrunk toward
-    what the kernel's own past runs show when the history holds enough of them."""
-    base = process_level_sd(level_ms, method)
-    label = "host clocks" if method in HOST_METHODS else f"{size_class(level_ms).label} kernels"
-    learnt = history_level_sd(history) if history else None
-    if learnt is None:
-        return ProcessSD(base, f"{base:.2%} built in for {label}")
-    own, runs = learnt
-    seen = f"{own:.2%} over {runs} runs in the history"
-    if own > HISTORY_MAX_FACTOR * base:
-        own = HISTORY_MAX_FACTOR * base
-        seen += f" (held to {own:.2%}, {HISTORY_MAX_FACTOR:g}x the class value)"
-    weight = runs - 1
-    sd = math.sqrt((HISTORY_CLASS_DF * base**2 + weight * own**2) / (HISTORY_CLASS_DF + weight))
-    return ProcessSD(sd, f"{seen}, shrunk toward {base:.2%} for {label}")
-
-
-# The weight (degrees of freedom) a prior gets against a kernel's own rounds. A pooled prior counts
-# for at most POOLED_PRIOR_DF: many entries must not drown a kernel whose own rounds are far noisier.
-BUILTIN_PRIOR_DF = 30
-POOLED_PRIOR_DF = 40
-# Pooling needs a few entries before it stands in for the built-in prior.
-MIN_POOLED_ENTRIES = 3
 # No timer repeats a level exactly from round to round; a pooled SD below this (rounds identical to
 # the stored digits, or a fake timer) would make every difference infinitely significant.
 MIN_ROUND_SD = 0.0001
@@ -259,54 +198,3 @@ def log_sum_of_squares(rounds_ms: Sequence[float]) -> tuple[float, int]:
     logs = [math.log(v) for v in rounds_ms]
     mean = math.fsum(logs) / len(logs)
     return math.fsum((x - mean) ** 2 for x in logs), len(logs) - 1
-
-
-@dataclass(frozen=True)
-class PriorSD:
-    """A prior for a kernel's round-to-round relative SD (in log units), its weight, and its source."""
-
-    sd: float
-    df: int
-    source: str
-
-
-@dataclass
-class NoisePrior:
-    """Round-to-round noise of the baseline set: per device, method and size class.
-
-    Built by the session from the baseline entries it has read (`add` each entry's rounds), or fed
-    by a history store later through the same `add`. `for_kernel` answers with the pooled SD where
-    at least MIN_POOLED_ENTRIES entries of that device, method and size class have rounds, else the
-    built-in value for the size class.
-    """
-
-    _pools: dict[tuple[str, str, float], list[float]] = field(default_factory=dict)
-    _counts: dict[tuple[str, str, float], int] = field(default_factory=dict)
-
-    def add(self, device: str, method: str, rounds_ms: Sequence[float]) -> None:
-        squares, df = log_sum_of_squares(rounds_ms)
-        if df == 0:
-            return
-        key = (device, method, size_class(geometric_mean(rounds_ms)).low_ms)
-        pool = self._pools.setdefault(key, [0.0, 0.0])
-        pool[0] += squares
-        pool[1] += df
-        self._counts[key] = self._counts.get(key, 0) + 1
-
-    def for_kernel(self, device: str, method: str, level_ms: float) -> PriorSD:
-        size = size_class(level_ms)
-        key = (device, method, size.low_ms)
-        count = self._counts.get(key, 0)
-        if count >= MIN_POOLED_ENTRIES:
-            squares, df = self._pools[key]
-            sd = max(math.sqrt(squares / df), MIN_ROUND_SD)
-            return PriorSD(
-                sd,
-                int(min(df, POOLED_PRIOR_DF)),
-                f"{sd * 100:.2g}% pooled from {count} entries on {device}",
-            )
-        return PriorSD(
-            builtin_round_sd(level_ms, method),
-            BUILTIN_PRIOR_DF,
-            f"built-in prior for {size.label} kernels",
-        )

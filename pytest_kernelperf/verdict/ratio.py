@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from pytest_kernelperf.verdict import noise
 from pytest_kernelperf.verdict.judge import paired_test
+from pytest_kernelperf.verdict.prior import NoisePrior
 
 RATIO_HINT = "Speed up the kernel, or raise max_ratio= in the kernel_bench call if the limit is too tight."
 
@@ -75,7 +76,7 @@ def check_ratio(
     reference_samples_ms: tuple[float, ...] = (),
     device: str = "",
     planned_judgements: int = 1,
-    prior: noise.NoisePrior | None = None,
+    prior: NoisePrior | None = None,
 ) -> RatioCheck:
     """fn's rounds against its reference's, paired round by round."""
     reference_level = noise.geometric_mean(reference_rounds_ms)

@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pytest_kernelperf.verdict.judge import Rounds, Verdict, judge
-from pytest_kernelperf.verdict.noise import NoisePrior, midmean
+from pytest_kernelperf.verdict.noise import midmean
+from pytest_kernelperf.verdict.prior import NoisePrior
 
 DEVICE = "recorded"
 

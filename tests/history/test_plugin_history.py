@@ -92,7 +92,7 @@ def test_a_kernels_past_runs_in_the_history_set_its_between_process_noise(projec
     for run in range(1, HISTORY_MIN_RUNS):
         process_source(run)
     learnt = process_source(HISTORY_MIN_RUNS)
-    assert f"over {HISTORY_MIN_RUNS} runs in the history, shrunk toward 0.15% for 1 ms-10 ms" in learnt
+    assert f"{HISTORY_MIN_RUNS} past runs, shrunk toward 0.15% built in for 1 ms-10 ms kernels" in learnt
     # A regression's own failing runs do not widen the noise it is judged against: it keeps failing
     # (at a strict alpha, where a history widened by them would let a 1.5% slowdown pass).
     for _ in range(2):
