@@ -50,11 +50,18 @@ extern "C" __global__ void row_sum(const float* x, float* out, int rows, int col
 
 
 def unavailable_reason() -> str | None:
-    """Why these kernels cannot run here, or None when they can."""
+    """Why these kernels cannot run here, or None when they can. Compiles both kernels (once per
+    process): a missing NVRTC library or CUDA headers (OSError) is a reason to skip, but an error in
+    the kernels' source (RuntimeError with NVRTC's log) is raised, failing the test."""
     if not torch.cuda.is_available():
         return "CUDA C++ kernel compiled with NVRTC: needs a CUDA device (there is no CPU fallback)"
     if not hasattr(torch.cuda, "_compile_kernel"):
         return f"torch.cuda._compile_kernel (NVRTC) is missing from torch {torch.__version__} (added in 2.8)"
+    try:
+        _kernel(SAXPY_SOURCE, "saxpy")
+        _kernel(ROW_SUM_SOURCE, "row_sum")
+    except OSError as exc:
+        return f"torch.cuda._compile_kernel could not load NVRTC or find the CUDA headers: {exc}"
     return None
 
 
