@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from pytest_kernelperf.baselines.atomic import remove_stale_temporaries, write_atomic
 from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord, as_stored, rounded
-from pytest_kernelperf.baselines.yaml_io import REPAIR, BaselineError, dump, read
+from pytest_kernelperf.baselines.yaml_io import REPAIR, BaselineError, UnwritableEntry, dump, read
 
 WRITE_INTERRUPTED_OPTION = "--kernelperf-write-interrupted"
 
@@ -171,6 +171,8 @@ class BaselineStore:
         error = None
         try:
             _write_if_changed(path, dump(merged))
+        except UnwritableEntry as exc:
+            error = f"{exc}; the old file was left as it was"
         except OSError as exc:
             error = _describe_os_error(exc, path)
         return FileUpdate(

@@ -15,7 +15,7 @@ import pytest
 from conftest import Project
 
 from pytest_kernelperf.baselines.schema import EntryKey, SchemaError, entry_from_data, rounded
-from pytest_kernelperf.baselines.store import merge, within_noise
+from pytest_kernelperf.baselines.store import BaselineStore, merge, within_noise
 from pytest_kernelperf.baselines.yaml_io import read
 from pytest_kernelperf.cli import main
 from pytest_kernelperf.results.transport import TransportError, staged_from_data
@@ -149,3 +149,51 @@ def test_an_update_does_not_keep_rounds_that_moved_as_unchanged() -> None:
     # Rounds that overlap are noise: the old entry and its date stay.
     again = entry_from_data(entry([0.999, 1.001, 1.0, 1.0]))
     assert within_noise(entry_from_data(entry([1.0, 1.001, 0.999])), again)
+
+
+SURROGATE_NAME = """
+import os
+import torch
+
+def k(x):
+    return x + 1
+
+k.fake_ms = 1.0
+
+def test_ok(kernel_bench):
+    kernel_bench(k, torch.ones(8), reference=lambda x: x + 1)
+
+def test_s(kernel_bench):
+    kernel_bench(k, torch.ones(8), reference=lambda x: x + 1, name=os.fsdecode(b"input_\\xff.bin"))
+"""
+
+
+def test_a_name_that_cannot_be_encoded_is_refused_and_the_file_stays_readable(project: Project) -> None:
+    project.module(SURROGATE_NAME)
+
+    result = project.run("--kernelperf-update-baselines")
+
+    result.assert_outcomes(passed=1, failed=1)
+    assert "name= must be text that can be written as UTF-8, got 'input_\\udcff.bin'" in result.stdout.str()
+    project.run("--kernelperf").assert_outcomes(passed=1, failed=1)  # the file written reads back
+    assert [key.test for key in read(project.baseline_file)] == ["test_ok"]
+
+
+def test_the_writer_refuses_an_entry_its_reader_would_refuse(tmp_path: Path) -> None:
+    # Test ids come from elsewhere too (a run JSON's node ids): the writer is the last guard.
+    good = entry_from_data(entry([1.0]))
+    path = tmp_path / "test_k.yaml"
+    first = BaselineStore(tmp_path)
+    first.stage(path, EntryKey("test_ok", "d", "hot"), good)
+    assert first.write()[0].error is None
+    before = path.read_bytes()
+    store = BaselineStore(tmp_path)
+    store.stage(path, EntryKey("test_s::\udcff", "d", "hot"), good)
+
+    (update,) = store.write()
+
+    assert update.error is not None
+    assert update.error.startswith(
+        "the entry 'test_s::\\udcff' on d (hot cache) would make a file that cannot be read back"
+    )
+    assert path.read_bytes() == before
