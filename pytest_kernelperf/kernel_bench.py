@@ -18,7 +18,15 @@ from pytest_kernelperf import call_arguments
 from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord, as_stored
 from pytest_kernelperf.baselines.store import BaselineStore
 from pytest_kernelperf.baselines.yaml_io import BaselineError
-from pytest_kernelperf.correctness import Mismatch, Uncomparable, assert_matches, mutated, restore, snapshot
+from pytest_kernelperf.correctness import (
+    Mismatch,
+    NotRestorable,
+    Uncomparable,
+    assert_matches,
+    mutated,
+    restore,
+    snapshot,
+)
 from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.ids import check_name, entry_test_id, split_nodeid
 from pytest_kernelperf.measure.device import DeviceInfo
@@ -183,7 +191,9 @@ class KernelBench:
             if not isinstance(restore_inputs, bool):
                 self._hooks.fail(f"kernel_bench in {self.nodeid}: restore_inputs= must be True or False")
             # An in-place kernel declared so: its inputs are put back before every timed call.
-            prepare = _restorer((tuple(args), kwargs)) if restore_inputs else None
+            prepare = (
+                _restorer((tuple(args), kwargs), self._hooks.fail, self.nodeid) if restore_inputs else None
+            )
             # Opened before the first call: a fresh torch.compile context must precede compilation.
             with CallContext(
                 fn,
@@ -703,11 +713,23 @@ class _MismatchFound(Exception):
         self.notes = notes
 
 
-def _restorer(inputs: Any) -> Callable[[], object]:
+def _restorer(inputs: Any, fail: Callable[[str], NoReturn], nodeid: str) -> Callable[[], object]:
     """A step that puts `inputs` back as they are now (before the kernel's first call). Its own copy:
-    the reference's copy is handed to the reference, which may change it (an in-place reference)."""
+    the reference's copy is handed to the reference, which may change it (an in-place reference).
+    What cannot be put back fails the test, naming the argument, rather than time changed inputs."""
     saved = snapshot(inputs)
-    return lambda: restore(inputs, saved)
+
+    def put_back() -> None:
+        __tracebackhide__ = True
+        try:
+            restore(inputs, saved)
+        except NotRestorable as exc:
+            problem = f"{_argument_name(exc.path)}: {exc.problem}"
+        else:
+            return
+        fail(f"kernel_bench in {nodeid}: restore_inputs=True cannot put back {problem}")
+
+    return put_back
 
 
 def _argument_name(path: str) -> str:
