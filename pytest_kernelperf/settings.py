@@ -377,7 +377,7 @@ class Settings:
                 )
             changes[key] = _parse(option, value, f"{where}: {key}")
         settings = dataclasses.replace(self, **changes)
-        _sampling_window(settings, f"{where}: min_time", f"{where}: max_time")
+        _sampling_window(settings, f"{where}: min_time", "max_time")
         return settings
 
 
