@@ -236,8 +236,10 @@ def _fits(now: Any, saved: Any) -> bool:
 
     if isinstance(saved, torch.Tensor):
         return isinstance(now, torch.Tensor) and now.shape == saved.shape and now.dtype == saved.dtype
-    if isinstance(saved, (list, dict)):
-        return type(now) is type(saved)
+    if isinstance(saved, list):
+        return isinstance(now, list)
+    if isinstance(saved, dict):  # the snapshot of an OrderedDict is a dict
+        return isinstance(now, dict)
     if isinstance(saved, tuple):
         return isinstance(now, tuple) and len(now) == len(saved)
     return now is saved
