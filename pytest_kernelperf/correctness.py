@@ -8,7 +8,7 @@ kernel author sees at once whether one tile or every element is wrong.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, MutableSequence, MutableSet, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_kernelperf.tensors import copy_arguments
@@ -163,20 +163,81 @@ def snapshot(values: Any) -> Any:
     return copy_arguments(values)
 
 
-def restore(into: Any, saved: Any) -> None:
-    """Copy every tensor of the snapshot `saved` back into its original in `into` (same nesting):
-    an in-place kernel then starts each timed call from the same values."""
+class NotRestorable(TypeError):
+    """An input that `restore` cannot put back; `path` locates it in (args, kwargs), e.g. "[0][1]"."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+def restore(into: Any, saved: Any, path: str = "") -> None:
+    """Put `into` back as it was when `saved` was snapshot from it: an in-place kernel then starts
+    each timed call from the same inputs. Tensors get their values back; lists and dicts also their
+    length, keys and items (what fn appended goes, what it removed or rebound comes back as a copy).
+    Raises NotRestorable where that cannot be done: a tensor fn resized in place, or a mutable
+    object the snapshot could only keep by reference (a set, a bytearray)."""
     import torch
 
-    if isinstance(into, torch.Tensor) and isinstance(saved, torch.Tensor):
+    if isinstance(saved, torch.Tensor):
+        if not _fits(into, saved):
+            now = (
+                f"{tuple(into.shape)} {into.dtype}" if isinstance(into, torch.Tensor) else type(into).__name__
+            )
+            raise NotRestorable(
+                path, f"fn changed it in place from {tuple(saved.shape)} {saved.dtype} to {now}"
+            )
         with torch.no_grad():
             into.copy_(saved)
-    elif isinstance(into, (tuple, list)) and isinstance(saved, (tuple, list)):
-        for a, b in zip(into, saved, strict=False):
-            restore(a, b)
-    elif isinstance(into, dict) and isinstance(saved, dict):
-        for key in into.keys() & saved.keys():
-            restore(into[key], saved[key])
+    elif isinstance(saved, list):
+        del into[len(saved) :]  # appended by fn
+        for index, item in enumerate(saved):
+            if index < len(into):
+                _restore_item(into, index, item, f"{path}[{index}]")
+            else:
+                into.append(snapshot(item))  # removed by fn
+    elif isinstance(saved, dict):
+        for key in into.keys() - saved.keys():
+            del into[key]
+        for key, item in saved.items():
+            if key in into:
+                _restore_item(into, key, item, f"{path}[{key!r}]")
+            else:
+                into[key] = snapshot(item)
+    elif isinstance(saved, tuple):
+        for index, (now_item, item) in enumerate(zip(into, saved, strict=True)):
+            restore(now_item, item, f"{path}[{index}]")
+    elif isinstance(saved, (MutableSequence, MutableMapping, MutableSet)):
+        raise NotRestorable(
+            path,
+            f"a {type(saved).__name__} cannot be put back (restore_inputs copies tensors, and lists, "
+            "tuples and dicts of them)",
+        )
+
+
+def _restore_item(container: Any, key: Any, saved: Any, path: str) -> None:
+    """An item of a list or dict: put back in place while it is still the same kind of thing, else
+    (fn rebound it) replaced by a copy of what it was."""
+    if _fits(container[key], saved):
+        restore(container[key], saved, path)
+    else:
+        container[key] = snapshot(saved)
+
+
+def _fits(now: Any, saved: Any) -> bool:
+    """Whether `now` can take `saved`'s contents in place; for anything else, only itself fits."""
+    import torch
+
+    if isinstance(saved, torch.Tensor):
+        return isinstance(now, torch.Tensor) and now.shape == saved.shape and now.dtype == saved.dtype
+    if isinstance(saved, list):
+        return isinstance(now, list)
+    if isinstance(saved, dict):  # the snapshot of an OrderedDict is a dict
+        return isinstance(now, dict)
+    if isinstance(saved, tuple):
+        return isinstance(now, tuple) and len(now) == len(saved)
+    return now is saved
 
 
 def mutated(before: Any, after: Any, path: str = "") -> list[str]:

@@ -12,6 +12,9 @@ import re
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=-]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Lone surrogates: what os.fsdecode gives for a file name that is not UTF-8. They cannot be
+# encoded, so no baseline file, run JSON or history could hold the name.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 MAX_FILE_PART = 120  # characters of a file or folder name made from an id (file systems allow 255 bytes)
 MAX_DISPLAY = 40  # characters of a name shown in a table cell
 
@@ -39,6 +42,13 @@ def check_name(name: object) -> str | None:
         raise ValueError(f"name= must not be empty or blank, got {name!r} (leave it out for an unnamed call)")
     if _CONTROL.search(name):
         raise ValueError(f"name= must not hold control characters such as newlines or tabs, got {name!r}")
+    surrogate = _SURROGATE.search(name)
+    if surrogate:
+        raise ValueError(
+            f"name= must be text that can be written as UTF-8, got {name!r}: U+{ord(surrogate.group()):04X} "
+            "is a lone surrogate, as os.fsdecode gives for a file name that is not UTF-8 (decode such "
+            "bytes with errors='replace')"
+        )
     return name
 
 

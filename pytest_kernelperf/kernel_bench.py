@@ -18,7 +18,15 @@ from pytest_kernelperf import call_arguments
 from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord, as_stored
 from pytest_kernelperf.baselines.store import BaselineStore
 from pytest_kernelperf.baselines.yaml_io import BaselineError
-from pytest_kernelperf.correctness import Mismatch, Uncomparable, assert_matches, mutated, restore, snapshot
+from pytest_kernelperf.correctness import (
+    Mismatch,
+    NotRestorable,
+    Uncomparable,
+    assert_matches,
+    mutated,
+    restore,
+    snapshot,
+)
 from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.ids import check_name, entry_test_id, split_nodeid
 from pytest_kernelperf.measure import placement
@@ -186,7 +194,7 @@ class KernelBench:
                 self._hooks.fail(f"kernel_bench in {self.nodeid}: restore_inputs= must be True or False")
             # An in-place kernel declared so: its inputs are put back before every timed call.
             saved = snapshot((tuple(args), kwargs)) if restore_inputs else None
-            prepare = _restorer((tuple(args), kwargs), saved)
+            prepare = _restorer((tuple(args), kwargs), saved, self._hooks.fail, self.nodeid)
             # Opened before the first call: a fresh torch.compile context must precede compilation.
             with CallContext(
                 fn,
@@ -474,7 +482,7 @@ class KernelBench:
         assert device.index is not None
 
         def bind(moved: Any) -> tuple[Callable[[], Any], Callable[[], object] | None]:
-            return _bind(fn, moved[0], moved[1]), _restorer(moved, saved)
+            return _bind(fn, moved[0], moved[1]), _restorer(moved, saved, self._hooks.fail, self.nodeid)
 
         return Placements(arguments, bind, f"cuda:{device.index}")
 
@@ -749,13 +757,27 @@ class _MismatchFound(Exception):
         self.notes = notes
 
 
-def _restorer(inputs: Any, saved: object) -> Callable[[], object] | None:
+def _restorer(
+    inputs: Any, saved: object, fail: Callable[[str], NoReturn], nodeid: str
+) -> Callable[[], object] | None:
     """A step that puts `inputs` back to `saved`, their snapshot from before the kernel's first call
     (its own copy: the reference's copy is handed to the reference, which may change it); None
-    without a snapshot (a kernel not declared in place)."""
+    without a snapshot (a kernel not declared in place). What cannot be put back fails the test,
+    naming the argument, rather than time changed inputs."""
     if saved is None:
         return None
-    return lambda: restore(inputs, saved)
+
+    def put_back() -> None:
+        __tracebackhide__ = True
+        try:
+            restore(inputs, saved)
+        except NotRestorable as exc:
+            problem = f"{_argument_name(exc.path)}: {exc.problem}"
+        else:
+            return
+        fail(f"kernel_bench in {nodeid}: restore_inputs=True cannot put back {problem}")
+
+    return put_back
 
 
 def _placement_notes(metric: Metric) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ a typo in a CI config file is reported as such instead of surfacing as an odd ve
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,7 +174,13 @@ OPTIONS: tuple[Option, ...] = (
         _threshold,
         marker=True,
     ),
-    Option("baseline_dir", Path("baselines"), "folder of the YAML baselines, under the rootdir", _path),
+    Option(
+        "baseline_dir",
+        Path("baselines"),
+        "folder of the YAML baselines; a relative path starts at the rootdir and may lead out of it "
+        "(a shared checkout of baselines: ../perf-baselines)",
+        _path,
+    ),
     Option(
         "profile",
         False,
@@ -232,8 +239,8 @@ OPTIONS: tuple[Option, ...] = (
         marker=True,
     ),
     Option("min_samples", 10, "fewest samples per round", _positive_int, marker=True),
-    Option("min_time", 0.01, "least seconds of sampling per round", _seconds, marker=True),
-    Option("max_time", 0.04, "most seconds of sampling per round", _seconds, marker=True),
+    Option("min_time", 0.01, "least seconds of sampling per round (at most max_time)", _seconds, marker=True),
+    Option("max_time", 0.04, "most seconds of sampling per round (at least min_time)", _seconds, marker=True),
     Option(
         "warmup",
         0.025,
@@ -376,7 +383,7 @@ class Settings:
         return SamplingPlan(
             min_samples=self.min_samples,
             min_time_s=self.min_time,
-            max_time_s=max(self.max_time, self.min_time),
+            max_time_s=self.max_time,
             warmup_s=self.warmup,
             rounds=rounds,
             cache=self.cache,
@@ -396,7 +403,9 @@ class Settings:
                     f"(accepted: {', '.join(MARKER_KEYS)})"
                 )
             changes[key] = _parse(option, value, f"{where}: {key}")
-        return dataclasses.replace(self, **changes)
+        settings = dataclasses.replace(self, **changes)
+        _sampling_window(settings, f"{where}: min_time", "max_time")
+        return settings
 
 
 def merge_markers(closest_first: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -429,16 +438,20 @@ def resolve(
     from the rootdir when set in the ini file, so that no later change of directory moves it."""
     values: dict[str, Any] = {}
     given_on_cli: set[str] = set()
+    source = {option.field: f"{option.cli_name} (default)" for option in OPTIONS}
     for option in OPTIONS:
         raw_cli = cli.get(option.field)
         raw_ini = ini.get(option.field)
         if raw_cli is not None and raw_cli is not False:
             values[option.field] = _parse(option, raw_cli, option.cli_name)
             given_on_cli.add(option.field)
+            source[option.field] = option.cli_name
         elif raw_ini not in (None, "", []):
-            values[option.field] = _parse(option, raw_ini, f"{option.ini_name} in {ini_file}")
+            source[option.field] = f"{option.ini_name} in {ini_file}"
+            values[option.field] = _parse(option, raw_ini, source[option.field])
     _one_mode(values, given_on_cli)
     settings = Settings(**values)
+    _sampling_window(settings, source["min_time"], source["max_time"])
     if settings.prune and not settings.update:
         raise SettingsError(
             "--kernelperf-prune removes unused baseline entries during an update; add "
@@ -447,11 +460,37 @@ def resolve(
     history = settings.history
     if history is not None:
         history = (invocation_dir or rootdir) / history if "history" in given_on_cli else rootdir / history
+    baseline_dir = Path(os.path.normpath(rootdir / settings.baseline_dir))
+    if settings.timing:  # only timed runs read or write baselines
+        _usable_folder(baseline_dir, source["baseline_dir"])
     return dataclasses.replace(
         settings,
-        baseline_dir=rootdir / settings.baseline_dir,
+        baseline_dir=baseline_dir,
         artifacts=rootdir / settings.artifacts,
         history=history,
+    )
+
+
+def _sampling_window(settings: Settings, min_name: str, max_name: str) -> None:
+    """A round samples for at least min_time and at most max_time: a maximum below the minimum is a
+    mistake in the configuration, so it is reported rather than quietly raised to the minimum."""
+    if settings.min_time > settings.max_time:
+        raise SettingsError(
+            f"{min_name} {settings.min_time:g} is more than {max_name} {settings.max_time:g}: a round "
+            "samples for at least the one and at most the other; raise the maximum or lower the minimum"
+        )
+
+
+def _usable_folder(folder: Path, where: str) -> None:
+    """A file where the baseline folder should be would find no baselines, and every test would pass
+    as `new`: refused before any test runs. A folder that does not exist yet is created by an update."""
+    blocking = next((p for p in (folder, *folder.parents) if os.path.exists(p)), None)
+    if blocking is None or os.path.isdir(blocking):
+        return
+    where_it_is = "" if blocking == folder else f" lies under {blocking}, which"
+    raise SettingsError(
+        f"{where}: {folder}{where_it_is} is a file, not a folder of baseline files (with it, no test "
+        "would find its baseline)"
     )
 
 

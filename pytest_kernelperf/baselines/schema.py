@@ -9,7 +9,8 @@ The error holds the path of the field within the entry (`device_time.median_ms`,
 as `results[3].baseline_entry.device_time.median_ms`.
 
 Beyond types, an entry must be consistent in itself: a median outside its own confidence interval
-or outside the range of its quantiles is a hand edit or a corruption, never a measurement.
+or outside the range of its quantiles, or rounds (the figures a verdict judges) that the samples
+cannot have given, are a hand edit or a corruption, never a measurement.
 No pytest, no torch.
 """
 
@@ -35,6 +36,8 @@ CACHE_MODES = ("hot", "cold")
 BUILTIN_METHODS = ("wall-clock", "cuda-event", "cuda-graph", "cupti", "scripted")
 _METHOD = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 _CODE_HASH = re.compile(r"^[0-9a-f]{8,64}$")
+# Relative rounding error a computed midmean or quantile may carry past the samples it comes from.
+_FLOAT_SLACK = 1e-9
 # A kernel inventory's fields; `code` is optional.
 _KERNEL_KEYS = ("name", "launches", "share", "ms")
 
@@ -66,6 +69,10 @@ def path_text(path: FieldPath) -> str:
     return text
 
 
+def _geometric_mean(values: tuple[float, ...]) -> float:
+    return math.exp(math.fsum(math.log(v) for v in values) / len(values))
+
+
 @dataclass(frozen=True)
 class MetricRecord:
     method: str
@@ -87,8 +94,7 @@ class MetricRecord:
         counts = self.process_rounds or (len(self.rounds_ms),)
         logs, start = [], 0
         for count in counts:
-            part = self.rounds_ms[start : start + count]
-            logs.append(math.fsum(math.log(v) for v in part) / count)
+            logs.append(math.log(_geometric_mean(self.rounds_ms[start : start + count])))
             start += count
         return math.exp(math.fsum(logs) / len(logs))
 
@@ -290,6 +296,8 @@ def _metric(value: Any, at: FieldPath) -> MetricRecord:
         if not isinstance(listed, (list, tuple)):  # empty: an entry measured before rounds
             raise SchemaError((*at, "rounds_ms"), "rounds_ms must be a list of numbers")
         rounds = tuple(_positive(v, (*at, "rounds_ms", i), "rounds_ms") for i, v in enumerate(listed))
+        if rounds:
+            _rounds_consistent(at, rounds, median, values, n)
     step = None
     if record.get("resolution_ms") is not None:
         step = _positive(record["resolution_ms"], (*at, "resolution_ms"), "resolution_ms")
@@ -339,6 +347,40 @@ def _consistent(at: FieldPath, median: float, ci: tuple[float, float], quantiles
             (*at, "median_ms"),
             f"median_ms {median!r} lies outside its own quantiles_ms ({quantiles[0]!r} to "
             f"{quantiles[-1]!r}): the figures do not come from one measurement",
+        )
+
+
+def _rounds_consistent(
+    at: FieldPath, rounds: tuple[float, ...], median: float, quantiles: tuple[float, ...], n: int
+) -> None:
+    """The rounds agree with the samples: a round is the midmean of some of the measurement's
+    samples, so it lies within the range of all of them.
+
+    The quantiles span that range when they are the samples themselves (n <= their count). Of more
+    samples they keep evenly spaced inner quantiles, leaving out the outer 1/64 on each side, where a
+    round holding few of the samples (rounds differ in length) can lie: such a round may lie up to
+    the stored range's width beyond it. The level judged (the rounds' geometric mean) must lie in the
+    stored range, as the median does: beyond it, nearly every round would have to be made of the
+    extreme 1/64 of the samples. So one edited figure cannot move the level away from the rest of
+    the entry by more than the samples' own spread.
+    """
+    low, high = quantiles[0] * (1 - _FLOAT_SLACK), quantiles[-1] * (1 + _FLOAT_SLACK)
+    widen = 1.0 if n <= len(quantiles) else high / low
+    for index, value in enumerate(rounds):
+        if not low / widen <= value <= high * widen:
+            raise SchemaError(
+                (*at, "rounds_ms", index),
+                f"rounds_ms[{index}] {value!r} lies outside the range of its own samples (quantiles_ms "
+                f"{quantiles[0]!r} to {quantiles[-1]!r}): each round is the midmean of samples, so the "
+                "figures do not come from one measurement",
+            )
+    level = _geometric_mean(rounds)
+    if not low <= level <= high:
+        raise SchemaError(
+            (*at, "rounds_ms"),
+            f"rounds_ms average {level:.6g} (their geometric mean: the level a verdict judges) lies "
+            f"outside the range of its own samples (quantiles_ms {quantiles[0]!r} to {quantiles[-1]!r}, "
+            f"around median_ms {median!r}): the figures do not come from one measurement",
         )
 
 

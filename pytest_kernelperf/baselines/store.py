@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from pytest_kernelperf.baselines.atomic import remove_stale_temporaries, write_atomic
-from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord, as_stored
-from pytest_kernelperf.baselines.yaml_io import REPAIR, BaselineError, dump, read
+from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord, as_stored, rounded
+from pytest_kernelperf.baselines.yaml_io import REPAIR, BaselineError, UnwritableEntry, dump, read
 
 WRITE_INTERRUPTED_OPTION = "--kernelperf-write-interrupted"
 
@@ -171,6 +171,8 @@ class BaselineStore:
         error = None
         try:
             _write_if_changed(path, dump(merged))
+        except UnwritableEntry as exc:
+            error = f"{exc}; the old file was left as it was"
         except OSError as exc:
             error = _describe_os_error(exc, path)
         return FileUpdate(
@@ -207,9 +209,10 @@ def merge(
 def within_noise(old: BaselineEntry, new: BaselineEntry) -> bool:
     """Whether `new` measures what `old` did, with figures inside each other's noise.
 
-    Same method, environment and kernels (names, launches, generated code), and each median inside
-    the other's 95% confidence interval, for device time and host latency alike. Anything else is a
-    change worth a diff line.
+    Same method, environment and kernels (names, launches, generated code), each median inside
+    the other's 95% confidence interval, and each level (the rounds' geometric mean, what verdicts
+    judge) inside the other's range of rounds, for device time and host latency alike. Anything else
+    is a change worth a diff line: an entry without rounds (schema 1) is replaced by one with them.
     """
     if old.environment != new.environment or _kernel_shape(old) != _kernel_shape(new):
         return False
@@ -227,7 +230,21 @@ def _metric_within_noise(old: MetricRecord, new: MetricRecord) -> bool:
         old.method == new.method
         and old.ci_ms[0] <= new.median_ms <= old.ci_ms[1]
         and new.ci_ms[0] <= old.median_ms <= new.ci_ms[1]
+        and _rounds_within_noise(old, new)
     )
+
+
+def _rounds_within_noise(old: MetricRecord, new: MetricRecord) -> bool:
+    """The rounds decide verdicts, so medians that agree do not make an entry unchanged: each level
+    must lie within the other's rounds (to the six digits a file keeps: a geometric mean of equal
+    rounds may differ from them in its last bit)."""
+    if not (old.rounds_ms and new.rounds_ms):
+        return not (old.rounds_ms or new.rounds_ms)
+
+    def inside(level_ms: float, rounds_ms: tuple[float, ...]) -> bool:
+        return min(rounds_ms) <= rounded(level_ms) <= max(rounds_ms)
+
+    return inside(new.level_ms, old.rounds_ms) and inside(old.level_ms, new.rounds_ms)
 
 
 def _kernel_shape(entry: BaselineEntry) -> tuple[tuple[str, int, str | None], ...] | None:

@@ -359,8 +359,40 @@ _Dumper.add_representer(
 )
 
 
+class UnwritableEntry(ValueError):
+    """Entries that would make a file this reader refuses: nothing is written."""
+
+
 def dump(entries: Mapping[EntryKey, BaselineEntry]) -> str:
-    """Deterministic text of a baseline file: the same entries always give the same bytes."""
+    """Deterministic text of a baseline file: the same entries always give the same bytes.
+
+    The text is read back before it is returned: a file the reader refuses would fail every test of
+    its module, and later updates would refuse to rewrite it. Raises UnwritableEntry instead.
+    """
+    text = _text(entries)
+    try:
+        parse(text, _WRITTEN)
+    except BaselineError as exc:
+        raise UnwritableEntry(
+            f"{_culprit(entries)} would make a file that cannot be read back ({exc.problem})"
+        ) from None
+    return text
+
+
+_WRITTEN = Path("<baseline text being written>")
+
+
+def _culprit(entries: Mapping[EntryKey, BaselineEntry]) -> str:
+    """The first entry that cannot be written even alone, as a message names it."""
+    for key in sorted(entries, key=lambda k: (k.test, k.device, k.cache)):
+        try:
+            parse(_text({key: entries[key]}), _WRITTEN)
+        except BaselineError:
+            return f"the entry {key.test!r} on {key.device} ({key.cache} cache)"
+    return "the entries together"
+
+
+def _text(entries: Mapping[EntryKey, BaselineEntry]) -> str:
     tree: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
     for key, entry in entries.items():
         tree.setdefault(key.test, {}).setdefault(key.device, {})[key.cache] = _flow_styled(

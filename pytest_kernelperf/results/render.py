@@ -313,8 +313,15 @@ def update_lines(updates: Sequence[FileUpdate]) -> list[str]:
 # --- markdown ----------------------------------------------------------------------------------
 
 
+# Test ids, names, notes and device names are user data: in a table cell, or in a step summary that
+# GitHub renders, `<b>` or `<img src=...>` would be HTML, `|` a new cell and `[x](y)` a link. HTML
+# becomes entities, and markdown's inline punctuation is escaped with a backslash.
+_MD_ENTITIES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\n": " "})
+_MD_PUNCTUATION = re.compile(r"([\\`*_\[\]~|])")
+
+
 def _md(text: str) -> str:
-    return text.replace("*", "\\*").replace("|", "\\|").replace("\n", " ")
+    return _MD_PUNCTUATION.sub(r"\\\1", text.translate(_MD_ENTITIES))
 
 
 def _code(text: str) -> str:
