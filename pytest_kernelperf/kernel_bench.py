@@ -121,8 +121,10 @@ class KernelBench:
         store: BaselineStore,
         hooks: Callbacks,
         device: str,
+        later_recording: bool = False,
     ) -> None:
         self.nodeid = nodeid
+        self.later_recording = later_recording
         self.settings = settings
         self.device = device
         self._store = store
@@ -414,8 +416,10 @@ class KernelBench:
         if timer is None:  # outside the except block: no chained traceback
             self._hooks.fail(f"kernel_bench cannot time {self.nodeid}: {unusable} (--kernelperf-timer)")
         if context is not None:
-            # Recording lets each autotuner choose afresh: a pin would keep an old config forever.
-            context.pin(baseline.autotune if baseline and not self.settings.update else None)
+            # Recording lets each autotuner choose afresh (a pin would keep an old config forever),
+            # except in a later recording process: its baselines are the first process's entries.
+            pin = baseline is not None and (not self.settings.update or self.later_recording)
+            context.pin(baseline.autotune if pin and baseline else None)
         placements = self._placements(fn, arguments, saved, device)
         target = Target(call, device, label=key.test, fn=fn, prepare=prepare, placements=placements)
         plan = self.settings.plan(prefer)

@@ -72,6 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
         fail=_fail,
         profile=lambda request: _profile_call(config, request),
         guard=lambda nodeid: lambda fn, name: faults.around_call(nodeid, fn, name),
+        later_recording=role is Role.RECORDER,
     )
     KernelperfRun(config, session, role, faults, gpus).register()
 

@@ -214,6 +214,13 @@ OPTIONS: tuple[Option, ...] = (
         marker=True,
     ),
     Option(
+        "record_processes",
+        1,
+        "with --kernelperf-update-baselines, record each baseline in this many processes, one after "
+        "another: the baseline is their mean and their spread the kernel's own between-process noise",
+        _positive_int,
+    ),
+    Option(
         "baseline_rounds",
         8,
         "rounds per measurement when recording baselines (--kernelperf-update-baselines)",
@@ -354,6 +361,7 @@ class Settings:
     timer: str = DEFAULTS["timer"]
     cache: str = DEFAULTS["cache"]
     rounds: int = DEFAULTS["rounds"]
+    record_processes: int = DEFAULTS["record_processes"]
     baseline_rounds: int = DEFAULTS["baseline_rounds"]
     placement: str = DEFAULTS["placement"]
     max_rounds: int = DEFAULTS["max_rounds"]

@@ -31,15 +31,16 @@ from pytest_kernelperf.measure.device import fingerprint
 from pytest_kernelperf.measure.placement import Placements
 from pytest_kernelperf.measure.timing import AutoTimer, SamplingPlan, Target
 from pytest_kernelperf.verdict import noise
-from studies.scoring_kernels import kernels as scoring
+from studies.scoring_kernels import triton_kernels as scoring
+
+BINS = 4096
+Case = tuple[Callable[..., Any], tuple[Any, ...]]
 
 
-def cases(device: str) -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
+def cases(device: str) -> dict[str, Case]:
     """Kernels of each kind, with their arguments made the way a test makes them."""
     g = torch.Generator(device=device).manual_seed(0)
-    values = torch.randint(
-        0, scoring.HISTOGRAM_BINS, (1 << 24,), device=device, dtype=torch.int32, generator=g
-    )
+    values = torch.randint(0, BINS, (1 << 24,), device=device, dtype=torch.int32, generator=g)
     small = torch.randn(1 << 14, device=device, generator=g)
     large = torch.randn(1 << 25, device=device, generator=g)
     rows = torch.randn(8192, 4096, device=device, generator=g)
@@ -48,9 +49,9 @@ def cases(device: str) -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     norm = torch.randn(64, 1024, device=device, dtype=torch.float16, generator=g)
     weight = torch.ones(1024, device=device, dtype=torch.float16)
     return {
-        "histogram_relaxed": (scoring.histogram_relaxed, (values,)),
-        "histogram_acq_rel": (scoring.histogram_acq_rel, (values,)),
-        "bincount": (lambda v: torch.bincount(v, minlength=scoring.HISTOGRAM_BINS), (values,)),
+        "histogram_relaxed": (scoring.histogram, (values, BINS)),
+        "histogram_acq_rel": (lambda v, n: scoring.histogram(v, n, sem="acq_rel"), (values, BINS)),
+        "histc": (lambda v: torch.histc(v, bins=BINS, min=0, max=BINS), (values,)),
         "add_2^14": (torch.add, (small, small)),
         "add_2^25": (torch.add, (large, large)),
         "softmax_8192x4096": (lambda x: torch.softmax(x, -1), (rows,)),
@@ -64,6 +65,16 @@ def cases(device: str) -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     }
 
 
+def binder(fn: Callable[..., Any]) -> Callable[[Any], tuple[Callable[[], object], None]]:
+    """Binds `fn` to (args, kwargs): the call a round times."""
+
+    def bind(arguments: Any) -> tuple[Callable[[], object], None]:
+        args, kwargs = arguments
+        return (lambda: fn(*args, **kwargs)), None
+
+    return bind
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.environ.get("OUT", "out"))
@@ -74,7 +85,6 @@ def main() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     device = fingerprint("cuda")
     timer = AutoTimer()
-    plan = SamplingPlan(rounds=1, max_rounds=None, warm=False)
     with open(folder / "rounds.jsonl", "a", encoding="utf-8") as out:
         for name, (fn, fn_args) in cases("cuda").items():
             if args.k not in name:
@@ -82,18 +92,14 @@ def main() -> None:
             fn(*fn_args)
             torch.cuda.synchronize()
             saved = snapshot((fn_args, {}))
-            places = Placements(
-                (fn_args, {}),
-                lambda moved, fn=fn: ((lambda: fn(*moved[0], **moved[1])), None),
-                f"cuda:{device.index}",
-            )
+            places = Placements((fn_args, {}), binder(fn), f"cuda:{device.index}")
             rounds: dict[str, list[float]] = {"fresh": [], "process": []}
             reserved: list[int] = []
             began = time.perf_counter()
             for index in range(args.rounds):
                 for mode in ("fresh", "process"):
                     target = Target(
-                        lambda fn=fn: fn(*fn_args),
+                        binder(fn)((fn_args, {}))[0],
                         device,
                         label=name,
                         fn=fn,
@@ -108,15 +114,12 @@ def main() -> None:
                 line = {
                     "kernel": name,
                     "mode": mode,
-                    "gpu": torch.cuda.get_device_properties(device.index).uuid.hex
-                    if hasattr(torch.cuda.get_device_properties(device.index), "uuid")
-                    else None,
+                    "gpu": device.environment.get("gpu_uuid"),
                     "pid": os.getpid(),
                     "rounds_ms": values,
                     "sd": (squares / df) ** 0.5 if df else None,
                     "reserved_bytes": reserved,
                     "wall_s": time.perf_counter() - began,
-                    "plan": str(plan),
                 }
                 out.write(json.dumps(line) + "\n")
                 out.flush()

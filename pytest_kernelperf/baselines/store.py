@@ -15,6 +15,7 @@ from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
+from pytest_kernelperf.baselines import processes
 from pytest_kernelperf.baselines.atomic import remove_stale_temporaries, write_atomic
 from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord, as_stored, rounded
 from pytest_kernelperf.baselines.yaml_io import REPAIR, BaselineError, UnwritableEntry, dump, read
@@ -108,6 +109,12 @@ class BaselineStore:
 
     def stage(self, path: Path, key: EntryKey, entry: BaselineEntry) -> None:
         self._staged.setdefault(path, {})[key] = as_stored(entry)
+
+    def stage_process(self, path: Path, key: EntryKey, entry: BaselineEntry) -> None:
+        """Stage `entry`, measured by a later recording process, as one more process of the entry
+        staged for `key` (or as the entry, where none is)."""
+        staged = self._staged.get(path, {}).get(key)
+        self.stage(path, key, processes.combine(staged, entry) if staged is not None else entry)
 
     @property
     def staged(self) -> dict[Path, dict[EntryKey, BaselineEntry]]:

@@ -85,10 +85,16 @@ def command(config: pytest.Config, module: Path, extra: Sequence[str] = ()) -> l
 
 
 def environment(nodeid: str, output: Path) -> dict[str, str]:
-    env = dict(os.environ)
+    env = child_environment()
     env[NODEID_VARIABLE] = nodeid
     env[OUTPUT_VARIABLE] = str(output)
-    # The child must load this very plugin, even when it was imported from a source tree.
+    return env
+
+
+def child_environment() -> dict[str, str]:
+    """This process's environment, with which a child loads this very plugin, even when it was
+    imported from a source tree."""
+    env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PACKAGE_ROOT), env.get("PYTHONPATH")) if p)
     return env
 

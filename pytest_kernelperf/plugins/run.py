@@ -10,17 +10,21 @@ state for a later hook to find.
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_kernelperf.measure.faults import FaultGuard
-from pytest_kernelperf.plugins import handoff, isolate
+from pytest_kernelperf.plugins import handoff, isolate, recording
 from pytest_kernelperf.plugins.gpus import GpuPlacement, RequireGpu
 from pytest_kernelperf.plugins.poisoning import PoisonWatch
 from pytest_kernelperf.plugins.reporting import Reports
-from pytest_kernelperf.plugins.role import Role
+from pytest_kernelperf.plugins.role import RECORD_OUTPUT, Role
 from pytest_kernelperf.plugins.session import KernelperfSession
 from pytest_kernelperf.plugins.unused_entries import Findings, UnusedEntries, summary_lines
 
@@ -65,6 +69,10 @@ class KernelperfRun:
             assert target is not None
             self.child = isolate.IsolatedChild(self.config, target[0])
             manager.register(self.child, "kernelperf-isolated-child")
+        elif self.role is Role.RECORDER:
+            nodeids = recording.recorded_tests()
+            assert nodeids is not None
+            manager.register(recording.RecordingProcess(nodeids), "kernelperf-recording-process")
         elif self.settings.isolate:  # the main process or an xdist worker isolates its tests
             manager.register(isolate.IsolatingParent(self.config, self.absorb), "kernelperf-isolate")
 
@@ -88,10 +96,8 @@ class KernelperfRun:
 
     def absorb(self, data: Any, origin: str) -> None:
         """Merge what another process (an xdist worker, an isolated child) measured."""
-        try:
-            payload = handoff.decode(data, self.settings.baseline_dir)
-        except handoff.PayloadError as exc:
-            self.notes.append(f"{origin}: {exc}, ignored")
+        payload = self._decode(data, origin)
+        if payload is None:
             return
         self._absorbed = True
         self.session.results.extend(payload.results)
@@ -108,6 +114,39 @@ class KernelperfRun:
         self.unused.absorb(payload.collected, payload.deselected, payload.collect_errors)
         self.notes.extend(f"{origin}: {note}" for note in payload.notes)
         self.gpus.absorb(payload.gpus, isolated=origin.startswith("isolated"))
+
+    def _decode(self, data: Any, origin: str) -> handoff.Payload | None:
+        try:
+            return handoff.decode(data, self.settings.baseline_dir)
+        except handoff.PayloadError as exc:
+            self.notes.append(f"{origin}: {exc}, ignored")
+            return None
+
+    def record_more_processes(self, say: Callable[[str], None]) -> None:
+        """--kernelperf-record-processes: record the tests again in fresh processes, one after
+        another, and add their entries to this process's as further recording processes."""
+        total = self.settings.record_processes
+        nodeids = sorted({result.nodeid for result in self.session.results if result.entry is not None})
+        staged = self.session.store.staged
+        if total < 2 or not nodeids or not staged:
+            return
+        with tempfile.TemporaryDirectory(prefix="kernelperf-first-process-") as pins:
+            recording.write_first_process(staged, self.settings.baseline_dir, Path(pins))
+            for number in range(2, total + 1):
+                data, tail = recording.run_process(self.config, nodeids, Path(pins), say, number, total)
+                payload = self._decode(data, f"recording process {number}") if data is not None else None
+                if payload is None:
+                    self.notes.append(
+                        f"recording process {number} of {total} gave no entries; its output ended:\n{tail}"
+                    )
+                    continue
+                if payload.poisoned is not None:
+                    self.notes.append(f"recording process {number}: {payload.poisoned.refusal()}; left out")
+                    continue
+                for path, found in payload.staged.items():
+                    for key, entry in found.items():
+                        self.session.store.stage_process(path, key, entry)
+                self.notes.extend(f"recording process {number}: {note}" for note in payload.notes)
 
     def payload(self) -> handoff.Payload:
         return handoff.Payload(
@@ -134,11 +173,13 @@ class KernelperfRun:
             self.refused = poison.refusal()
         findings = self.findings = self.unused.find(self.session.store) if settings.timing else None
         self.pruned = settings.prune and self.refused is None and findings is not None and findings.prunable
+        interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
+        if settings.update and self.refused is None and not interrupted:
+            self.record_more_processes(self._say)
         if settings.update and self.refused is None:
             remove: dict[Path, set[str]] = {}
             if self.pruned and findings is not None:
                 remove = {path: set(tests) for path, tests in findings.entries.items()}
-            interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
             updates = self.session.write_baselines(remove, interrupted=interrupted)
             if self.pruned:
                 self._remove_stale_files()
@@ -150,9 +191,18 @@ class KernelperfRun:
         if not self.reports.write_files() and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
+    def _say(self, line: str) -> None:
+        """A line on the terminal now, outside any captured output (progress of a long step)."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(line)
+
     def _hand_over(self) -> None:
         data = self.payload().encode(self.settings.baseline_dir)
-        if self.child is not None:
+        output = os.environ.get(RECORD_OUTPUT) if self.role is Role.RECORDER else None
+        if output:
+            Path(output).write_text(json.dumps(data), encoding="utf-8")
+        elif self.child is not None:
             target = isolate.child_target()
             assert target is not None
             isolate.write_child_output(target[1], self.child.reports, data)

@@ -41,6 +41,7 @@ class KernelperfSession:
         profile: Callable[[ProfileRequest], CallProfile] | None = None,
         guard: Callable[[str], Callable[[Callable[..., Any], str | None], AbstractContextManager[None]]]
         | None = None,
+        later_recording: bool = False,
     ) -> None:
         self.settings = settings
         self.store = BaselineStore(settings.baseline_dir, replace_unreadable=settings.replace_unreadable)
@@ -55,6 +56,7 @@ class KernelperfSession:
         self._deferred: dict[str, list[str]] = {}  # per test id: failures reported at its end
         self.planned_tests: list[str] = []  # node ids this run will execute (set after collection)
         self._baseline_sets: dict[str, tuple[NoisePrior, int]] = {}
+        self.later_recording = later_recording  # a later recording process pins to the first's choices
 
     def bench(self, nodeid: str, marker_kwargs: dict[str, Any] | None, device: str) -> KernelBench:
         settings = self.settings
@@ -73,7 +75,14 @@ class KernelperfSession:
             planned_judgements=lambda device: self.baseline_set(device)[1],
             past_rounds=self.past_rounds,
         )
-        return KernelBench(nodeid=nodeid, settings=settings, store=self.store, hooks=hooks, device=device)
+        return KernelBench(
+            nodeid=nodeid,
+            settings=settings,
+            store=self.store,
+            hooks=hooks,
+            device=device,
+            later_recording=self.later_recording,
+        )
 
     def take_deferred(self, nodeid: str) -> list[str]:
         """The failures kernel_bench deferred to the end of this test (each measured row is shown

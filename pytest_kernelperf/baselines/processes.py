@@ -1,0 +1,56 @@
+"""One baseline entry from the entries several recording processes measured.
+
+A kernel's level moves from one process to the next (clocks, what the process compiled and chose,
+where its buffers landed), and a baseline from one process freezes one such draw for every later
+run. Recorded in several processes (`--kernelperf-record-processes`), an entry keeps every
+process's rounds, in order, with how many each measured (`process_rounds`): the judge compares
+against the mean over the processes, and their spread is the kernel's own between-process noise.
+The samples' summary (median, interval, quantiles) is that of all processes' samples together, so
+the entry stays consistent in itself. No pytest, no torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pytest_kernelperf.baselines.schema import BaselineEntry, MetricRecord
+from pytest_kernelperf.verdict import stats
+
+
+def combine(first: BaselineEntry, other: BaselineEntry) -> BaselineEntry:
+    """`first` with the rounds of `other`, a later process's entry of the same test, added as one more
+    recording process. Everything else (date, environment, inventory, context) stays `first`'s."""
+    host = first.host_latency
+    if host is not None and other.host_latency is not None:
+        host = combine_metric(host, other.host_latency)
+    return replace(first, device_time=combine_metric(first.device_time, other.device_time), host_latency=host)
+
+
+def combine_metric(first: MetricRecord, other: MetricRecord) -> MetricRecord:
+    """Two processes' records of one metric as one. Records of another method, or without rounds,
+    cannot be pooled: `first` stays as it was."""
+    if first.method != other.method or not first.rounds_ms or not other.rounds_ms:
+        return first
+    pooled = sorted(_stand_ins(first) + _stand_ins(other))
+    summary = stats.summarize(pooled)
+    counts = (first.process_rounds or (len(first.rounds_ms),)) + (
+        other.process_rounds or (len(other.rounds_ms),)
+    )
+    steps = [s for s in (first.resolution_ms, other.resolution_ms) if s is not None]
+    return MetricRecord(
+        method=first.method,
+        median_ms=summary.median_ms,
+        ci_ms=(summary.ci_low_ms, summary.ci_high_ms),
+        n=first.n + other.n,
+        quantiles_ms=tuple(stats.compress(pooled)),
+        rounds_ms=first.rounds_ms + other.rounds_ms,
+        resolution_ms=min(steps) if steps else None,
+        process_rounds=counts,
+    )
+
+
+def _stand_ins(record: MetricRecord) -> list[float]:
+    """The record's stored quantiles, each repeated for the samples it stands for, so that two
+    processes' samples pool in proportion to how many each measured."""
+    weight = max(1, round(record.n / len(record.quantiles_ms)))
+    return [value for value in record.quantiles_ms for _ in range(weight)]

@@ -1,0 +1,77 @@
+"""--kernelperf-record-processes: a baseline recorded in several processes, one after another, is
+their mean, keeps each process's rounds, and is judged with the spread they show."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import Project, seed_peak_cache
+
+from pytest_kernelperf.baselines import processes
+from pytest_kernelperf.baselines.schema import MetricRecord
+from pytest_kernelperf.baselines.yaml_io import read
+
+# Each process draws its own level (its pid picks it), as processes on a GPU do.
+PER_PROCESS = """
+import os
+
+import torch
+
+def kernel(x):
+    return x * 2
+
+kernel.fake_ms = 1.0 + (os.getpid() % 7) * 0.002
+
+def test_kernel(kernel_bench):
+    kernel_bench(kernel, torch.ones(8), reference=lambda x: x + x)
+
+def test_other(kernel_bench):
+    kernel_bench(kernel, torch.ones(4), name="four")
+"""
+
+
+@pytest.mark.slow
+def test_a_baseline_recorded_in_three_processes_keeps_each_ones_rounds(project: Project) -> None:
+    project.module(PER_PROCESS)
+    seed_peak_cache(project.pytester.path)
+    result = project.run("--kernelperf-update-baselines", "--kernelperf-record-processes=3")
+    result.assert_outcomes(passed=2)
+    out = result.stdout.str()
+    assert "kernelperf: recording process 2 of 3 (2 tests)..." in out
+    assert "kernelperf: recording process 3 of 3 done in" in out
+    entries = read(project.baseline_file)
+    assert len(entries) == 2
+    for entry in entries.values():
+        record = entry.device_time
+        assert record.process_rounds == (8, 8, 8) and len(record.rounds_ms) == 24
+        levels = {round(v, 3) for v in record.rounds_ms}
+        assert len(levels) > 1  # three processes, three levels
+    report = project.pytester.path / "run.json"
+    judged = project.run("--kernelperf", f"--kernelperf-json={report}")
+    judged.assert_outcomes(passed=2)
+    for result_data in json.loads(report.read_text())["results"]:
+        assert "3 recording processes, shrunk toward" in result_data["comparison"]["process_source"]
+
+
+def record(rounds: tuple[float, ...], n: int = 40) -> MetricRecord:
+    low, high = min(rounds) * 0.99, max(rounds) * 1.01
+    quantiles = tuple(low + (high - low) * i / 31 for i in range(32))
+    return MetricRecord("cupti", sorted(rounds)[len(rounds) // 2], (low, high), n, quantiles, rounds, 3.2e-5)
+
+
+def test_two_processes_pool_into_one_consistent_record() -> None:
+    first, second = record((1.0, 1.01, 1.0)), record((1.1, 1.09, 1.1, 1.1), n=80)
+    both = processes.combine_metric(first, second)
+    assert both.rounds_ms == first.rounds_ms + second.rounds_ms and both.process_rounds == (3, 4)
+    assert both.n == 120 and both.quantiles_ms[0] >= first.quantiles_ms[0]
+    assert both.quantiles_ms[-1] <= second.quantiles_ms[-1]
+    assert both.level_ms == pytest.approx((first.level_ms * second.level_ms) ** 0.5)  # processes weigh alike
+    third = processes.combine_metric(both, record((1.05,) * 2))
+    assert third.process_rounds == (3, 4, 2)
+
+
+def test_records_of_another_method_are_not_pooled() -> None:
+    first = record((1.0, 1.0))
+    other = MetricRecord("cuda-graph", 1.0, (0.9, 1.1), 10, (0.9, 1.1), (1.0, 1.0))
+    assert processes.combine_metric(first, other) == first
