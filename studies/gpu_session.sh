@@ -8,6 +8,8 @@
 #                                                      # time; a later call on the same (warm) machine
 #                                                      # adds processes against the same baselines
 #   OUT=out bash studies/gpu_session.sh history        # a real run history of a demo repository
+#   OUT=out bash studies/gpu_session.sh placement      # placement study; scoring-suite verdicts under
+#                                                      # every schedule (JUDGE_ALSO: another card's baselines)
 # Everything lands under $OUT/work as it is measured and is packed into $OUT/<part>.tgz at the end (or
 # when a step runs out of time), with each step's last lines in $OUT/<part>.txt.
 set -u
@@ -67,6 +69,14 @@ aa-sequential)
     step aa "${AA_LIMIT_S:-560}" python3 studies/aa_study.py --out "$W" --runs 40 --jobs 1 \
         --baseline-dir "$keep" $skip --budget-s "${AA_BUDGET_S:-490}" --grace-s 50
     cp -r "$keep" "$W/aa/baselines"
+    ;;
+placement)
+    # Where buffers land: rounds at fresh placements against the process's one, per kernel; then
+    # the scoring suite recorded in 3 processes and judged by fresh processes under every schedule.
+    nvidia-smi -L | tee -a "$SUMMARY"
+    step placement_study "${PLACEMENT_LIMIT_S:-150}" python3 studies/placement_study.py --out "$W" --rounds 12
+    step verdicts "${VERDICT_LIMIT_S:-420}" python3 studies/verdict_study.py --out "$W" \
+        --budget-s "${VERDICT_BUDGET_S:-380}" ${JUDGE_ALSO:+--judge-also "$JUDGE_ALSO"}
     ;;
 history)
     step real_history "${HISTORY_LIMIT_S:-300}" python3 studies/history/real_history.py --out "$W" \

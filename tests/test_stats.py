@@ -39,6 +39,7 @@ def test_compress_keeps_the_distribution() -> None:
     assert len(kept) == stats.STORED_QUANTILES
     assert kept == sorted(kept)
     assert stats.quantile(kept, 0.5) == pytest.approx(499.5, rel=0.01)
+    assert kept[0] == 0.0 and kept[-1] == 999.0  # the extremes: every round lies between them
     assert stats.compress([3.0, 1.0]) == [1.0, 3.0]  # fewer than the count: all of them
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from pytest_kernelperf.baselines.yaml_io import UnwritableEntry
 from pytest_kernelperf.measure.faults import FaultGuard
 from pytest_kernelperf.plugins import handoff, isolate, recording
 from pytest_kernelperf.plugins.gpus import GpuPlacement, RequireGpu
@@ -131,7 +132,11 @@ class KernelperfRun:
         if total < 2 or not nodeids or not staged:
             return
         with tempfile.TemporaryDirectory(prefix="kernelperf-first-process-") as pins:
-            recording.write_first_process(staged, self.settings.baseline_dir, Path(pins))
+            try:
+                recording.write_first_process(staged, self.settings.baseline_dir, Path(pins))
+            except UnwritableEntry as exc:  # the update reports it for its file; no later processes
+                self.notes.append(f"no further recording processes: {exc}")
+                return
             for number in range(2, total + 1):
                 data, tail = recording.run_process(self.config, nodeids, Path(pins), say, number, total)
                 payload = self._decode(data, f"recording process {number}") if data is not None else None
