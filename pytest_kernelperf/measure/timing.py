@@ -77,8 +77,8 @@ class SamplingPlan:
     prefer_method: str | None = None  # the baseline's method, so that auto stays comparable
     warm: bool = False  # first-call costs already paid (e.g. interleaved rounds): short warm-up only
     # A kernel whose rounds (each its own placement) disagree gets more rounds, up to `max_rounds`,
-    # until the standard error of its level is at most `target_se` (relative).
-    max_rounds: int | None = 30
+    # until the standard error of its level is at most `target_se` (relative). None: `rounds` only.
+    max_rounds: int | None = None
     target_se: float = 0.005
 
     def scaled(self, share: float) -> SamplingPlan:
