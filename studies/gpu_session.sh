@@ -10,6 +10,8 @@
 #   OUT=out bash studies/gpu_session.sh history        # a real run history of a demo repository
 #   OUT=out bash studies/gpu_session.sh placement      # placement study; scoring-suite verdicts under
 #                                                      # every schedule (JUDGE_ALSO: another card's baselines)
+#   OUT=out bash studies/gpu_session.sh record-judge   # example baselines recorded in 3 processes;
+#                                                      # scoring-suite verdicts as in `placement`
 # Everything lands under $OUT/work as it is measured and is packed into $OUT/<part>.tgz at the end (or
 # when a step runs out of time), with each step's last lines in $OUT/<part>.txt.
 set -u
@@ -75,6 +77,17 @@ placement)
     # the scoring suite recorded in 3 processes and judged by fresh processes under every schedule.
     nvidia-smi -L | tee -a "$SUMMARY"
     step placement_study "${PLACEMENT_LIMIT_S:-150}" python3 studies/placement_study.py --out "$W" --rounds 12
+    step verdicts "${VERDICT_LIMIT_S:-420}" python3 studies/verdict_study.py --out "$W" \
+        --budget-s "${VERDICT_BUDGET_S:-380}" ${JUDGE_ALSO:+--judge-also "$JUDGE_ALSO"}
+    ;;
+record-judge)
+    # The example baselines recorded anew in 3 processes (committed from here, judged on another
+    # card later); then the scoring suite recorded in 3 processes and judged under every schedule
+    # (JUDGE_ALSO: another card's baselines, judged too).
+    nvidia-smi -L | tee -a "$SUMMARY"
+    step examples_record "${EXAMPLES_LIMIT_S:-200}" python3 -m pytest --kernelperf-update-baselines \
+        --kernelperf-record-processes=3 example_kernels $P --kernelperf-json="$W/examples_record.json"
+    mkdir -p "$W/baselines" && cp -r baselines/example_kernels "$W/baselines/"
     step verdicts "${VERDICT_LIMIT_S:-420}" python3 studies/verdict_study.py --out "$W" \
         --budget-s "${VERDICT_BUDGET_S:-380}" ${JUDGE_ALSO:+--judge-also "$JUDGE_ALSO"}
     ;;
