@@ -12,6 +12,8 @@
 #                                                      # every schedule (JUDGE_ALSO: another card's baselines)
 #   OUT=out bash studies/gpu_session.sh record-judge   # example baselines recorded in 3 processes;
 #                                                      # scoring-suite verdicts as in `placement`
+#   OUT=out bash studies/gpu_session.sh cross-card     # committed example baselines judged on this card;
+#                                                      # the scoring suite against JUDGE_ONLY's baselines
 # Everything lands under $OUT/work as it is measured and is packed into $OUT/<part>.tgz at the end (or
 # when a step runs out of time), with each step's last lines in $OUT/<part>.txt.
 set -u
@@ -90,6 +92,15 @@ record-judge)
     mkdir -p "$W/baselines" && cp -r baselines/example_kernels "$W/baselines/"
     step verdicts "${VERDICT_LIMIT_S:-420}" python3 studies/verdict_study.py --out "$W" \
         --budget-s "${VERDICT_BUDGET_S:-380}" ${JUDGE_ALSO:+--judge-also "$JUDGE_ALSO"}
+    ;;
+cross-card)
+    # Another card: the committed example baselines judged here; then the scoring suite judged
+    # against the first card's baselines (JUDGE_ONLY) under every schedule, nothing recorded.
+    nvidia-smi -L | tee -a "$SUMMARY"
+    step examples_vs_committed "${EXAMPLES_LIMIT_S:-150}" python3 -m pytest --kernelperf example_kernels $P \
+        --kernelperf-json="$W/examples_vs_committed.json" --kernelperf-markdown="$W/examples.md"
+    step verdicts "${VERDICT_LIMIT_S:-420}" python3 studies/verdict_study.py --out "$W" \
+        --budget-s "${VERDICT_BUDGET_S:-380}" --judge-only "${JUDGE_ONLY:?a baseline folder}"
     ;;
 history)
     step real_history "${HISTORY_LIMIT_S:-300}" python3 studies/history/real_history.py --out "$W" \

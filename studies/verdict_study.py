@@ -74,6 +74,9 @@ def main() -> int:
     parser.add_argument("--budget-s", type=float, default=420)
     parser.add_argument("--record-processes", type=int, default=3)
     parser.add_argument("--judge-also", type=Path, help="another card's baseline folder, judged too")
+    parser.add_argument(
+        "--judge-only", type=Path, help="another card's baseline folder, judged alone (nothing recorded)"
+    )
     args = parser.parse_args()
     budget = Budget(args.budget_s)
     folder = Path(args.out).resolve() / "verdicts" / card()
@@ -94,7 +97,9 @@ def main() -> int:
             handle.write(json.dumps(line) + "\n")
         print(f"{label}: rc {run.rc} in {run.wall_s:.0f} s ({time.time() - began:.0f})", flush=True)
 
-    if not baselines.exists():  # a later call on the same (warm) machine adds judging runs only
+    if (
+        args.judge_only is None and not baselines.exists()
+    ):  # a later call on the same (warm) machine adds judging runs only
         one(
             "record",
             [
@@ -105,7 +110,7 @@ def main() -> int:
             ],
             {},
         )
-    targets = [("here", baselines)]
+    targets = [("here", baselines)] if args.judge_only is None else [("other", args.judge_only.resolve())]
     if args.judge_also is not None:
         targets.append(("other", args.judge_also.resolve()))
     for index, (name, argv, env) in enumerate(schedules()):

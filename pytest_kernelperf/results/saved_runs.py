@@ -10,7 +10,7 @@ the baselines the update wrote, when that run read the same baseline set.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -88,34 +88,17 @@ def compare_runs(
         if result.entry is not None:
             baselines[key_of(result)] = result.entry
     only_checked_in_old = {_test_of(r) for r in old.results if not _timed(r)}
-    priors = noise_priors(baselines)
-    planned: dict[str, int] = {}
-    for result in new.results:
-        if result.entry is not None and key_of(result) in baselines:
-            planned[result.device] = planned.get(result.device, 0) + 1
-    judged = []
-    seen = set()
-    new_tests = {_test_of(r) for r in new.results}
-    for result in new.results:
-        key = key_of(result)
-        seen.add(key)
-        if not _timed(result):  # checked only: nothing to compare
-            judged.append(result)
-            continue
-        used = result.comparison
-        t = threshold if threshold is not None else (used.threshold if used and used.threshold else None)
-        a = alpha if alpha is not None else (used.alpha if used and used.alpha else None)
-        t = t if t is not None else _setting(new, "threshold", DEFAULT_THRESHOLD)
-        a = a if a is not None else _setting(new, "alpha", DEFAULT_ALPHA)
-        host = result.host_comparison
-        host_t = host.threshold if host and host.threshold else _setting(new, "host_threshold", DEFAULT_HOST)
-        base = baselines.get(key)
-        judgement = Judgement(t, a, host_t, planned.get(result.device, 1), priors.get(result.device))
-        verdict = _judge(result, base, old_source, judgement)
-        if base is None and _test_of(result) in only_checked_in_old and verdict.comparison is not None:
+    judged = judge_run(baselines, new, source=old_source, threshold=threshold, alpha=alpha)
+    for index, verdict in enumerate(judged):
+        if (
+            verdict.comparison is not None
+            and verdict.verdict is Verdict.NEW
+            and _test_of(verdict) in only_checked_in_old
+        ):
             reason = f"{old_source} has no timing for it (only checked: a run without --kernelperf)"
-            verdict = replace(verdict, comparison=replace(verdict.comparison, reason=reason))
-        judged.append(verdict)
+            judged[index] = replace(verdict, comparison=replace(verdict.comparison, reason=reason))
+    seen = {key_of(r) for r in new.results}
+    new_tests = {_test_of(r) for r in new.results}
     missing, untimed = [], []
     for result in old.results:
         key = key_of(result)
@@ -128,7 +111,41 @@ def compare_runs(
     return RunComparison(judged, list(dict.fromkeys(missing)), list(dict.fromkeys(untimed)))
 
 
-def noise_priors(baselines: dict[ResultKey, BaselineEntry]) -> dict[str, NoisePrior]:
+def judge_run(
+    baselines: Mapping[ResultKey, BaselineEntry],
+    new: RunReport,
+    *,
+    source: str = "baseline",
+    threshold: float | None = None,
+    alpha: float | None = None,
+) -> list[BenchResult]:
+    """NEW's results judged against baseline entries, as a pytest run would judge them: the noise
+    prior pooled from the entries per device, the level alpha / m with m the results that have an
+    entry. Threshold and alpha: the ones given, else those each result was judged with, else NEW's
+    run settings. Check-only results are returned as they are."""
+    priors = noise_priors(baselines)
+    planned: dict[str, int] = {}
+    for result in new.results:
+        if result.entry is not None and key_of(result) in baselines:
+            planned[result.device] = planned.get(result.device, 0) + 1
+    judged = []
+    for result in new.results:
+        if not _timed(result):  # checked only: nothing to compare
+            judged.append(result)
+            continue
+        used = result.comparison
+        t = threshold if threshold is not None else (used.threshold if used and used.threshold else None)
+        a = alpha if alpha is not None else (used.alpha if used and used.alpha else None)
+        t = t if t is not None else _setting(new, "threshold", DEFAULT_THRESHOLD)
+        a = a if a is not None else _setting(new, "alpha", DEFAULT_ALPHA)
+        host = result.host_comparison
+        host_t = host.threshold if host and host.threshold else _setting(new, "host_threshold", DEFAULT_HOST)
+        judgement = Judgement(t, a, host_t, planned.get(result.device, 1), priors.get(result.device))
+        judged.append(_judge(result, baselines.get(key_of(result)), source, judgement))
+    return judged
+
+
+def noise_priors(baselines: Mapping[ResultKey, BaselineEntry]) -> dict[str, NoisePrior]:
     """Per device, the round noise of a baseline set (device time and host latency)."""
     priors: dict[str, NoisePrior] = {}
     for (_, _, device, _), entry in baselines.items():
