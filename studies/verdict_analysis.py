@@ -116,7 +116,7 @@ def main() -> int:
                 z_scores[f"{side} {klass}"].append(math.log(comparison.ratio) / sd)
             changes[(side, again.label)][schedule].append(comparison.change_pct or 0.0)
         for factor in PLANTED:
-            slower = replace(run, results=[planted(r, 1 + factor) if r.entry else r for r in run.results])
+            slower = replace(run, results=tuple(planted(r, 1 + factor) if r.entry else r for r in run.results))
             for result in judge_run(baselines, slower, source=str(folder)):
                 if result.baseline_ms is not None and result.comparison is not None:
                     klass = size_class(result.baseline_ms).label
@@ -128,7 +128,8 @@ def main() -> int:
     print("A/A verdicts (side, verdict): " + ", ".join(f"{k[0]} {k[1]} {v}" for k, v in sorted(aa.items())))
     figures["aa"] = {f"{k[0]} {k[1]}": v for k, v in aa.items()}
     print(
-        "\ncalibration: share of A/A changes beyond 2 and 3 SD of the judge's noise (5% and 0.3% if calibrated)"
+        "\ncalibration: share of A/A changes beyond 2 and 3 SD of the judge's noise"
+        " (5% and 0.3% if calibrated)"
     )
     for klass, zs in sorted(z_scores.items()):
         beyond2 = sum(abs(z) > 2 for z in zs) / len(zs)
@@ -139,7 +140,8 @@ def main() -> int:
         )
         figures["calibration"][klass] = {"n": len(zs), "z_sd": spread, "beyond2": beyond2, "beyond3": beyond3}
     print(
-        "\nschedule stability: kernels whose change moved most between schedules (max - min of schedule means)"
+        "\nschedule stability: kernels whose change moved most between schedules"
+        " (max - min of schedule means)"
     )
     moved = []
     for (side, label), by_schedule in changes.items():
@@ -166,11 +168,43 @@ def main() -> int:
             row.append(f"{klass} {sum(hits)}/{len(hits)}")
             figures["planted"][f"+{factor:.0%} {klass}"] = sum(hits) / len(hits)
         print(f"  +{factor:.0%}: " + "; ".join(row))
+    offsets = card_offsets(changes)
+    if offsets:
+        robust = statistics.median(abs(o - statistics.median(offsets)) for o in offsets) * 1.4826
+        print(
+            f"\ncard to card (placement-sensitive kernels left out): {len(offsets)} kernels, median offset "
+            f"{statistics.median(offsets):+.2f}%, SD {statistics.stdev(offsets):.2f}%, "
+            f"robust SD {robust:.2f}%, "
+            f"range {min(offsets):+.2f}% to {max(offsets):+.2f}%"
+        )
+        figures["card"] = {
+            "kernels": len(offsets),
+            "sd_pct": statistics.stdev(offsets),
+            "robust_sd_pct": robust,
+        }
     for item in figures.get("real_slowdown", []):
         print(f"real slowdown (acq_rel against relaxed's baseline) in {item['run']}: {item['verdicts']}")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
     return 0
+
+
+def card_offsets(changes: dict[tuple[str, str], dict[str, list[float]]]) -> list[float]:
+    """Per kernel, its mean change on the other card less its mean change on the baseline's own card
+    (schedules with fresh placements only; placement-sensitive kernels, whose rounds move by more
+    than 5% between schedules, left out: their spread is not the card's)."""
+    offsets = []
+    for (side, label), by_schedule in changes.items():
+        if side != "other" or ("here", label) not in changes:
+            continue
+        mine = [
+            v for s, values in changes[("here", label)].items() if s != "process_placement" for v in values
+        ]
+        theirs = [v for s, values in by_schedule.items() if s != "process_placement" for v in values]
+        means = [statistics.fmean(v) for s, v in by_schedule.items() if s != "process_placement"]
+        if mine and theirs and max(means) - min(means) < 5:
+            offsets.append(statistics.fmean(theirs) - statistics.fmean(mine))
+    return offsets
 
 
 def real_slowdown(

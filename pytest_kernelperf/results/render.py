@@ -22,6 +22,7 @@ from pytest_kernelperf.ids import display_name, split_nodeid
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.results.throughput import Figures, Peak, busy, figures
 from pytest_kernelperf.verdict.judge import Verdict
+from pytest_kernelperf.verdict.shift import device_shifts
 
 _PARAMS = re.compile(r"\[(?P<param>.*)\]$")
 
@@ -249,11 +250,35 @@ def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | Non
     if any(r.verdict is Verdict.NEW for r in results):
         lines.append(((NEW_NOTE, "dim"),))
     lines.extend(((line, "warn"),) for line in host_lines(results))
+    lines.extend(((line, "warn"),) for line in shift_lines(results))
     overall = totals(results)
     worst = (
         "bad" if any(r.verdict is Verdict.SLOWER or (r.ratio and r.ratio.exceeded) for r in results) else ""
     )
     lines.append((("kernelperf: ", "bold"), (overall, worst or "bold")))
+    return lines
+
+
+def shift_lines(results: Sequence[BenchResult]) -> list[str]:
+    """A device shift, where most kernels on a device moved alike (verdict/shift.py)."""
+    judged = [
+        (r.device, r.label, r.comparison.ratio)
+        for r in results
+        if r.comparison is not None and r.comparison.ratio is not None and r.baseline_ms is not None
+    ]
+    thresholds = [r.comparison.threshold for r in results if r.comparison and r.comparison.threshold]
+    lines = []
+    for found in device_shifts(judged, min(thresholds, default=0.01)):
+        line = (
+            f"device shift on {found.device}: {found.agreeing} of {found.kernels} kernels moved the same "
+            f"way, median {change_text((found.ratio - 1) * 100)}; a card, clock, driver or toolkit "
+            "change moves every kernel alike, and each verdict stands on its own"
+        )
+        if found.beyond:
+            line += "; beyond the shift: " + ", ".join(
+                f"{label} {change_text((ratio - 1) * 100)}" for label, ratio in found.beyond
+            )
+        lines.append(line)
     return lines
 
 
@@ -371,7 +396,7 @@ def markdown(
         lines.extend([CACHE_NOTE, ""])
     if any(r.verdict is Verdict.NEW for r in results):
         lines.extend([NEW_NOTE.replace("--", "`--", 1) + "`", ""])
-    for line in host_lines(results):
+    for line in (*host_lines(results), *shift_lines(results)):
         lines.extend([_md(line), ""])
     if peaks or environment:
         lines.extend(["<details><summary>Environment</summary>", ""])
