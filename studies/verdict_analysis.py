@@ -34,7 +34,7 @@ from pytest_kernelperf.baselines.store import BaselineStore
 from pytest_kernelperf.results import runfile
 from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.results.saved_runs import ResultKey, judge_run, key_of
-from pytest_kernelperf.verdict.judge import Verdict
+from pytest_kernelperf.verdict.judge import CARD_LEVEL_SD, Verdict
 from pytest_kernelperf.verdict.noise import size_class
 
 PLANTED = (0.01, 0.02, 0.03, 0.05, 0.10)
@@ -111,12 +111,16 @@ def main() -> int:
             if again.verdict in (Verdict.SLOWER, Verdict.FASTER):
                 print(f"  A/A {again.verdict.value} {comparison.change_pct:+.2f}% {label}: {again.label}")
             klass = size_class(again.baseline_ms).label
-            sd = math.hypot(comparison.noise_sd or 0.0, comparison.process_sd or 0.0)
+            card_sd = CARD_LEVEL_SD if side == "other" else 0.0
+            parts = (comparison.noise_sd or 0.0, comparison.process_sd or 0.0, card_sd)
+            sd = math.sqrt(math.fsum(p**2 for p in parts))
             if sd > 0:
                 z_scores[f"{side} {klass}"].append(math.log(comparison.ratio) / sd)
             changes[(side, again.label)][schedule].append(comparison.change_pct or 0.0)
         for factor in PLANTED:
-            slower = replace(run, results=tuple(planted(r, 1 + factor) if r.entry else r for r in run.results))
+            slower = replace(
+                run, results=tuple(planted(r, 1 + factor) if r.entry else r for r in run.results)
+            )
             for result in judge_run(baselines, slower, source=str(folder)):
                 if result.baseline_ms is not None and result.comparison is not None:
                     klass = size_class(result.baseline_ms).label

@@ -326,6 +326,7 @@ class RoundTest:
 # scoring suite: per-kernel offsets from -2.5% (memory-bound) to +4.2% (a compiled MLP), GEMMs
 # about +1.1%, SD 1.22% (docs/measurement.md, "Cards").
 CARD_LEVEL_SD = 0.012
+CARD_LEVEL_DF = 37.0  # its degrees of freedom: 38 kernels' offsets
 
 
 def round_test(
@@ -373,18 +374,25 @@ def round_test(
     source = (
         process_prior.source if not seen else f"{' and '.join(seen)}, shrunk toward {process_prior.source}"
     )
-    # A level sits anywhere within a timer step from one process to the next: at least a uniform's SD.
+    # Rounds that hardly move (SD below half a step's uniform SD) sit on the timer's steps without
+    # dithering across them: such a level may land anywhere within a step from one process to the next.
+    # Rounds that move more (each its own placement and sampling window) carry the step's part in
+    # their own spread, which the round variance holds (on an H200, 82 A/A judgements of 1-10 us kernels
+    # moved by a third of what a step-wide floor would allow: docs/measurement.md).
     step = max(current.step_ms or 0.0, baseline.step_ms or 0.0)
     quantised = (step / base_level) ** 2 / 12
-    if quantised > sp2:
+    if quantised > sp2 and (round_var if own_df else s2) < quantised / 4:
         sp2 = quantised
         source += f"; raised to {math.sqrt(quantised):.2%} by the timer's {step * 1e6:.3g} ns step"
     process_part = sp2 * (1 + 1 / n_processes)
+    card_part = 0.0
     if current.card and baseline.card and current.card != baseline.card:
-        process_part += CARD_LEVEL_SD**2
+        card_part = CARD_LEVEL_SD**2
         source += f"; plus {CARD_LEVEL_SD:.2%} for a baseline from another GPU"
-    variance = round_part + process_part
-    df = variance**2 / (round_part**2 / df_rounds + process_part**2 / df_process)
+    variance = round_part + process_part + card_part
+    df = variance**2 / (
+        round_part**2 / df_rounds + process_part**2 / df_process + card_part**2 / CARD_LEVEL_DF
+    )
     own = f"this kernel's {len(current.rounds_ms) + len(baseline.rounds_ms)} rounds, shrunk toward "
     test = _t_test(
         d, math.sqrt(variance), df, level, math.sqrt(s2), (own if own_df else "") + rounds_prior.source
