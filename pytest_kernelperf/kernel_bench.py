@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import math
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
@@ -49,7 +50,7 @@ from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict import noise, stats
 from pytest_kernelperf.verdict.judge import NOT_JUDGED, Rounds, Throttling, Verdict, judge
-from pytest_kernelperf.verdict.prior import NoisePrior
+from pytest_kernelperf.verdict.prior import NoisePrior, groups, within_variance
 from pytest_kernelperf.verdict.ratio import RatioCheck, check_ratio, ratio_message, validate_max_ratio
 
 UPDATE_HINT = "If the change is intended, record new baselines with `pytest --kernelperf-update-baselines`."
@@ -423,6 +424,9 @@ class KernelBench:
         placements = self._placements(fn, arguments, saved, device)
         target = Target(call, device, label=key.test, fn=fn, prepare=prepare, placements=placements)
         plan = self.settings.plan(prefer)
+        if baseline is not None and baseline.device_time.rounds_ms:
+            parts = groups(baseline.device_time.rounds_ms, baseline.device_time.process_rounds)
+            plan = replace(plan, known_round_sd=math.sqrt(within_variance(parts)[0]))
         reference: Timing | None = None
         try:
             if versus is None:

@@ -42,13 +42,28 @@ PLANTED = (0.01, 0.02, 0.03, 0.05, 0.10)
 REAL_SLOWER = ("acq_rel", "relaxed")
 
 
-def baselines_of(folder: Path, modules: set[str]) -> dict[ResultKey, BaselineEntry]:
+def baselines_of(
+    folder: Path, modules: set[str], processes: int | None = None
+) -> dict[ResultKey, BaselineEntry]:
+    """The baseline entries of `modules`; with `processes`, each entry cut to its first recording
+    processes (what a recording with fewer processes would have stored)."""
     store = BaselineStore(folder)
     entries: dict[ResultKey, BaselineEntry] = {}
     for module in modules:
-        for key, entry in store.entries(store.path_for(module)).items():
-            entries[(module, key.test, key.device, key.cache)] = entry
+        for key, stored in store.entries(store.path_for(module)).items():
+            cut = stored
+            if processes is not None:
+                cut = replace(stored, device_time=first_processes(stored.device_time, processes))
+            entries[(module, key.test, key.device, key.cache)] = cut
     return entries
+
+
+def first_processes(record: MetricRecord, count: int) -> MetricRecord:
+    if not record.process_rounds or len(record.process_rounds) <= count:
+        return record
+    kept = record.process_rounds[:count]
+    rounds = record.rounds_ms[: sum(kept)]
+    return replace(record, rounds_ms=rounds, process_rounds=kept if count > 1 else ())
 
 
 def scaled(record: MetricRecord, factor: float) -> MetricRecord:
@@ -77,6 +92,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cards", type=Path, nargs="+", help="verdict_study.py folders, one per card")
     parser.add_argument("--json", type=Path, help="write the figures as JSON")
+    parser.add_argument(
+        "--baseline-processes", type=int, help="judge against each entry's first N recording processes only"
+    )
     args = parser.parse_args()
     runs: list[tuple[str, str, Path, runfile.RunReport]] = []  # card, label, baseline dir, run
     for card in args.cards:
@@ -95,7 +113,7 @@ def main() -> int:
     caught: dict[tuple[float, str], list[bool]] = defaultdict(list)
     for card, label, folder, run in runs:
         modules = {r.module for r in run.results}
-        baselines = baselines_of(folder, modules)
+        baselines = baselines_of(folder, modules, args.baseline_processes)
         judged = judge_run(baselines, run, source=str(folder))
         schedule, side = schedule_of(label)
         counts = Counter(r.verdict.value for r in judged)

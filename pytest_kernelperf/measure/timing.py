@@ -80,6 +80,9 @@ class SamplingPlan:
     # until the standard error of its level is at most `target_se` (relative). None: `rounds` only.
     max_rounds: int | None = None
     target_se: float = 0.005
+    # The round SD (relative) the kernel's baseline showed: rounds that happen to agree (a
+    # placement-sensitive kernel landing on good placements five times) do not stop the draw early.
+    known_round_sd: float = 0.0
 
     def scaled(self, share: float) -> SamplingPlan:
         return replace(self, min_time_s=self.min_time_s * share, max_time_s=self.max_time_s * share)
@@ -94,7 +97,9 @@ class SamplingPlan:
             return True
         if self.max_rounds is None or len(locations_ms) >= self.max_rounds:
             return False
-        return noise.level_standard_error(locations_ms) > self.target_se
+        own = noise.level_standard_error(locations_ms)
+        known = self.known_round_sd / math.sqrt(len(locations_ms))
+        return max(own, known) > self.target_se
 
 
 @dataclass(frozen=True)
