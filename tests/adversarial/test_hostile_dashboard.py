@@ -61,7 +61,7 @@ def test_the_page_puts_no_data_through_inner_html() -> None:
     )
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def driver() -> Iterator[Any]:
     d = browser.start(1280, 1600)
     yield d
