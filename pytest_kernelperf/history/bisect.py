@@ -436,13 +436,15 @@ def _bisect(
         if bad_run is None:
             raise BisectError(f"BAD {bad} gave no timed result: see {log}")
         bad_status, bad_lines = judge(good_run, bad_run, threshold)
+        if bad_status == SKIP:
+            raise BisectError(f"BAD {bad} gave no result in common with GOOD's run: see {log}")
         if bad_status != 1:
             print(no_slowdown, file=out)
             return EXIT_NO_SLOWDOWN
         judgements[bad_sha] = ("bad", bad_lines)
-    bad_run = json.loads((runs / f"{state.bad}.json").read_text(encoding="utf-8"))
     if state.not_narrowed:
         return _not_narrowed(top, state, judgements, good_sha, log, out)
+    bad_run = json.loads((runs / f"{state.bad}.json").read_text(encoding="utf-8"))
     first = state.bad
     parent = _git(top, "rev-parse", f"{first}^").stdout.strip()
     before_sha = parent if (runs / f"{parent}.json").exists() else good_sha
