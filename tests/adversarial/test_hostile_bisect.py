@@ -9,6 +9,7 @@ import io
 import os
 import re
 import subprocess
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,9 @@ def commit(repo: Path, message: str, **files: str) -> str:
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    scratch = tmp_path / "tmp"  # bisect's work folders (kept after an error) go here, not to /tmp
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     root = tmp_path / "repo"
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
