@@ -659,7 +659,12 @@ class KernelBench:
             return
         if result.verdict is Verdict.SLOWER:
             assert baseline is not None
-            details = regression_details(baseline, environment, profiled, current=result.entry)
+            assert result.median_ms is not None
+            # The headline's figures (regression_message): one ratio for the verdict and the diagnosis.
+            call_ms = (baseline.device_time.level_ms, result.median_ms)
+            details = regression_details(
+                baseline, environment, profiled, current=result.entry, call_ms=call_ms
+            )
             self._hooks.defer(regression_message(result, baseline, path, details))
         if result.verdict in NOT_JUDGED:
             why = _not_judged(result, path, self.settings.cache)

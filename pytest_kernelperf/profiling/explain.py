@@ -88,11 +88,18 @@ def regression_details(
     environment: Mapping[str, str],
     profiled: CallProfile | None,
     current: BaselineEntry | None = None,
+    call_ms: tuple[float, float] | None = None,
 ) -> list[str]:
     """Inputs, compile context, autotuner choices, kernel inventory diff, generated code,
-    environment diff and artefacts, one item a line. `current` is the entry this run makes."""
+    environment diff and artefacts, one item a line. `current` is the entry this run makes.
+
+    `call_ms`: the call's time (baseline, now) exactly as the message's headline states it, so that
+    the kernels are set against the same change as the verdict's; without it, the figures judged
+    (each entry's level, the geometric mean of its rounds), never the medians of samples."""
     lines = context_lines(baseline, current)
-    overall = (baseline.device_time.median_ms, current.device_time.median_ms) if current is not None else None
+    overall = call_ms
+    if overall is None and current is not None:
+        overall = (baseline.device_time.level_ms, current.device_time.level_ms)
     changed = current is not None and compile_context.differs(
         baseline.compile_context, current.compile_context
     )
