@@ -21,9 +21,9 @@ from conftest import Project
 from pytest_kernelperf import baselines
 from pytest_kernelperf.baselines import atomic, yaml_io
 from pytest_kernelperf.baselines.atomic import write_atomic
-from pytest_kernelperf.baselines.schema import EntryKey
 from pytest_kernelperf.baselines.store import BaselineStore, file_for
 from pytest_kernelperf.baselines.yaml_io import read
+from pytest_kernelperf.model.baseline import EntryKey
 
 ROOT = Path(baselines.__file__).resolve().parent.parent
 OLD = "schema_version: 1\nentries: {}\nend: true\n"

@@ -20,9 +20,10 @@ import pytest
 import torch
 
 from pytest_kernelperf.measure import gpu
-from pytest_kernelperf.measure.device import DeviceInfo, physical_id
+from pytest_kernelperf.measure.device import physical_id
 from pytest_kernelperf.measure.gpu import GpuLock, GpuLockTimeout, GpuUsage, LockedTimer, choose
 from pytest_kernelperf.measure.timing import Metric, SamplingPlan, Target, Timing
+from pytest_kernelperf.model.device import DeviceInfo
 
 ROOT = Path(gpu.__file__).resolve().parent.parent
 
@@ -213,7 +214,7 @@ FAKE_GPU_CONFTEST = """
 import pytest
 import torch
 from types import SimpleNamespace
-from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.testing import ScriptedTimer
 
 # Two fake GPUs: enough of torch.cuda for pinning, and a device hook that reports the current one.

@@ -25,8 +25,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from pytest_kernelperf.model.result import Verdict
 from pytest_kernelperf.settings import DEFAULTS
-from pytest_kernelperf.verdict.judge import Rounds, Verdict
+from pytest_kernelperf.verdict.judge import Rounds
 from pytest_kernelperf.verdict.judge import judge as round_judge
 
 from .changepoints import attribute

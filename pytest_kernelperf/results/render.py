@@ -18,10 +18,11 @@ from pathlib import Path
 
 from pytest_kernelperf.baselines.store import FileUpdate
 from pytest_kernelperf.formatting import significant
-from pytest_kernelperf.ids import display_name, split_nodeid
-from pytest_kernelperf.results.result import BenchResult
-from pytest_kernelperf.results.throughput import Figures, Peak, busy, figures
-from pytest_kernelperf.verdict.judge import Verdict
+from pytest_kernelperf.ids import display_name
+from pytest_kernelperf.model.baseline import split_nodeid
+from pytest_kernelperf.model.device import Peak
+from pytest_kernelperf.model.result import BenchResult, Verdict
+from pytest_kernelperf.results.throughput import Figures, figures
 
 _PARAMS = re.compile(r"\[(?P<param>.*)\]$")
 
@@ -286,7 +287,7 @@ def peak_lines(peaks: Mapping[str, Peak]) -> list[str]:
     lines = []
     for name, peak in peaks.items():
         line = f"{name}: copy bandwidth {peak.gb_per_s:.4g} GB/s ({peak.method})"
-        if busy(peak):
+        if peak.busy:
             line += f"; measured while the machine was busy (load {peak.load_per_core:.2g} per core)"
         lines.append(line)
     return lines
