@@ -4,8 +4,7 @@ name in .ci/run; everything else is listed here with the reason it stays."""
 
 from vulture.whitelist_utils import Whitelist
 
-from pytest_kernelperf import plugin, testing
-from pytest_kernelperf.baselines import atomic
+from pytest_kernelperf import atomic, plugin, testing
 from pytest_kernelperf.baselines.yaml_io import _Dumper
 from pytest_kernelperf.history import bisect, browser, portable
 from pytest_kernelperf.history.store import HistoryStore

@@ -18,7 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from pytest_kernelperf.baselines.atomic import write_atomic
+from pytest_kernelperf.atomic import write_atomic
 from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.model.device import DeviceInfo, Peak
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_kernelperf.baselines.atomic import write_atomic
+from pytest_kernelperf.atomic import write_atomic
 from pytest_kernelperf.baselines.schema import SchemaError, entry_from_data, entry_to_data, path_text
 from pytest_kernelperf.model.baseline import BaselineEntry
 from pytest_kernelperf.model.device import DeviceInfo, Peak
