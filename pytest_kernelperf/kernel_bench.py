@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from pytest_kernelperf import call_arguments
-from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord, as_stored
+from pytest_kernelperf.baselines.schema import as_stored
 from pytest_kernelperf.baselines.store import BaselineStore
 from pytest_kernelperf.baselines.yaml_io import BaselineError
 from pytest_kernelperf.correctness import (
@@ -29,9 +29,8 @@ from pytest_kernelperf.correctness import (
     snapshot,
 )
 from pytest_kernelperf.formatting import utc_stamp
-from pytest_kernelperf.ids import check_name, entry_test_id, split_nodeid
+from pytest_kernelperf.ids import check_name
 from pytest_kernelperf.measure import placement
-from pytest_kernelperf.measure.device import CARD_KEY, DeviceInfo
 from pytest_kernelperf.measure.placement import Placements
 from pytest_kernelperf.measure.roofline import tensor_bytes
 from pytest_kernelperf.measure.timing import (
@@ -43,15 +42,23 @@ from pytest_kernelperf.measure.timing import (
     TimingError,
     merge_rounds,
 )
+from pytest_kernelperf.model.baseline import (
+    BaselineEntry,
+    EntryKey,
+    MetricRecord,
+    entry_test_id,
+    split_nodeid,
+)
+from pytest_kernelperf.model.device import CARD_KEY, DeviceInfo
+from pytest_kernelperf.model.result import NOT_JUDGED, BenchResult, RatioCheck, Throttling, Verdict
 from pytest_kernelperf.profiling.call_context import CallContext, CallRecord
 from pytest_kernelperf.profiling.capture import PROFILED_CALLS, CallProfile, ProfileRequest, artifact_folder
 from pytest_kernelperf.profiling.explain import context_notes, regression_details
-from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict import noise, stats
-from pytest_kernelperf.verdict.judge import NOT_JUDGED, Rounds, Throttling, Verdict, judge
+from pytest_kernelperf.verdict.judge import Rounds, judge
 from pytest_kernelperf.verdict.prior import NoisePrior, groups, within_variance
-from pytest_kernelperf.verdict.ratio import RatioCheck, check_ratio, ratio_message, validate_max_ratio
+from pytest_kernelperf.verdict.ratio import check_ratio, ratio_message, validate_max_ratio
 
 UPDATE_HINT = "If the change is intended, record new baselines with `pytest --kernelperf-update-baselines`."
 

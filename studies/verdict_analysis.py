@@ -29,12 +29,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_kernelperf.baselines.schema import BaselineEntry, MetricRecord
 from pytest_kernelperf.baselines.store import BaselineStore
+from pytest_kernelperf.model.baseline import BaselineEntry, MetricRecord
+from pytest_kernelperf.model.result import BenchResult, Verdict
 from pytest_kernelperf.results import runfile
-from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.results.saved_runs import ResultKey, judge_run, key_of
-from pytest_kernelperf.verdict.judge import CARD_LEVEL_SD, Verdict
+from pytest_kernelperf.verdict.judge import CARD_LEVEL_SD
 from pytest_kernelperf.verdict.noise import size_class
 
 PLANTED = (0.01, 0.02, 0.03, 0.05, 0.10)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from pytest_kernelperf.model.result import BenchResult, Comparison, Verdict
 from pytest_kernelperf.results import render
-from pytest_kernelperf.results.result import BenchResult
-from pytest_kernelperf.verdict.judge import Comparison, Verdict
 from pytest_kernelperf.verdict.shift import device_shifts
 
 

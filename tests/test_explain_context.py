@@ -3,12 +3,10 @@ another autotuner choice; and a kernel's change is judged against the call's, no
 
 from __future__ import annotations
 
-from pytest_kernelperf.baselines.schema import BaselineEntry, MetricRecord
+from pytest_kernelperf.model.baseline import BaselineEntry, MetricRecord
+from pytest_kernelperf.model.call import DYNAMIC, SHARED, STATIC, CompileContext, KernelRecord, TensorInput
 from pytest_kernelperf.profiling.capture import CallProfile
-from pytest_kernelperf.profiling.compile_context import DYNAMIC, SHARED, STATIC, CompileContext
 from pytest_kernelperf.profiling.explain import context_notes, regression_details
-from pytest_kernelperf.profiling.inputs import TensorInput
-from pytest_kernelperf.profiling.inventory import KernelRecord
 from pytest_kernelperf.testing import FakeProfiler
 
 ENV = {"torch": "2.11.0"}

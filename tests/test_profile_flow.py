@@ -15,7 +15,7 @@ from conftest import KERNEL_MODULE, SCRIPTED_CONFTEST, Project
 FAKE_PROFILER = """
 import os
 
-from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.testing import FakeProfiler
 
 @pytest.hookimpl(tryfirst=True)

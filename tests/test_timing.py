@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_kernelperf.measure import health, timing
-from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.timing import SamplingPlan, Target, TimingError, collect, make_timer, warm_up
+from pytest_kernelperf.model.device import DeviceInfo
 
 
 class FakeClock:

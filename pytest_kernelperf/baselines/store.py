@@ -16,8 +16,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from pytest_kernelperf.baselines import processes
-from pytest_kernelperf.baselines.atomic import remove_stale_temporaries, write_atomic
-from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord, as_stored, rounded
+from pytest_kernelperf.atomic import remove_stale_temporaries, write_atomic
+from pytest_kernelperf.baselines.schema import as_stored, rounded
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord
 from pytest_kernelperf.baselines.yaml_io import REPAIR, BaselineError, UnwritableEntry, dump, read
 
 WRITE_INTERRUPTED_OPTION = "--kernelperf-write-interrupted"

@@ -33,8 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from pytest_kernelperf.model.result import Verdict
 from pytest_kernelperf.settings import DEFAULTS
-from pytest_kernelperf.verdict.judge import Rounds, Verdict
+from pytest_kernelperf.verdict.judge import Rounds
 from pytest_kernelperf.verdict.judge import judge as round_judge
 
 from .changepoints import attribute

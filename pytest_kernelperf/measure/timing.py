@@ -29,16 +29,12 @@ from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_kernelperf.measure import health as health_mod
-from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.placement import Placements
+from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.verdict import noise, stats
 
 if TYPE_CHECKING:
     import torch
-
-METHODS = ("auto", "wall-clock", "cuda-event", "cuda-graph", "cupti")
-CACHE_MODES = ("hot", "cold")
-PLACEMENT_MODES = ("fresh", "process")
 
 # A graph replay long enough that event resolution (~0.5 us) and replay launch stop mattering.
 _GRAPH_REPLAY_S = 2e-3

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pytest_kernelperf.baselines.schema import BaselineEntry
+from pytest_kernelperf.formatting import artifact_line
+from pytest_kernelperf.model.baseline import BaselineEntry
+from pytest_kernelperf.model.call import KernelRecord
 from pytest_kernelperf.profiling import compile_context, envdiff, inventory
 from pytest_kernelperf.profiling.autotune import autotune_line
 from pytest_kernelperf.profiling.capture import CallProfile
 from pytest_kernelperf.profiling.inputs import input_line
-from pytest_kernelperf.profiling.inventory import KernelRecord
-from pytest_kernelperf.results.render import artifact_line
 
 INDENT = "  "
 UPDATE_FLAG = "--kernelperf-update-baselines"

@@ -12,12 +12,12 @@ one launch, rounded to three significant digits, at most `MAX_KERNELS` entries, 
 from __future__ import annotations
 
 import difflib
-import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from pytest_kernelperf.formatting import significant
+from pytest_kernelperf.model.call import KernelRecord
 
 MAX_KERNELS = 24
 # Below these, a per-kernel time change is profiler noise and not worth a line. Without the
@@ -44,26 +44,6 @@ class DeviceEvent:
     name: str
     duration_us: float
     grid: tuple[int, ...] | None = None
-
-
-@dataclass(frozen=True)
-class KernelRecord:
-    """One kernel (or memcpy/memset) of a call, aggregated over the profiled calls."""
-
-    name: str
-    launches: int  # per call
-    share: float  # of the call's device time, 0 to 1
-    ms: float  # mean duration of one launch
-    code: str | None = None  # short hash of the generated code (Triton PTX, CUDA SASS), where known
-    grid: tuple[int, ...] | None = None  # launch grid in blocks (x, y, z), where the profiler gives one
-
-    @property
-    def blocks(self) -> int | None:
-        return math.prod(self.grid) if self.grid else None
-
-    @property
-    def per_call_ms(self) -> float:
-        return self.launches * self.ms
 
 
 def summarize(events: Iterable[DeviceEvent], calls: int) -> tuple[KernelRecord, ...]:

@@ -9,19 +9,18 @@ honours `--color` and plain terminals, and markdown onto bold text.
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from pytest_kernelperf.baselines.store import FileUpdate
-from pytest_kernelperf.formatting import significant
-from pytest_kernelperf.ids import display_name, split_nodeid
-from pytest_kernelperf.results.result import BenchResult
-from pytest_kernelperf.results.throughput import Figures, Peak, busy, figures
-from pytest_kernelperf.verdict.judge import Verdict
+from pytest_kernelperf.formatting import artifact_line, significant
+from pytest_kernelperf.ids import display_name
+from pytest_kernelperf.model.baseline import split_nodeid
+from pytest_kernelperf.model.device import Peak
+from pytest_kernelperf.model.result import BenchResult, Verdict
+from pytest_kernelperf.results.throughput import Figures, figures
 from pytest_kernelperf.verdict.shift import device_shifts
 
 _PARAMS = re.compile(r"\[(?P<param>.*)\]$")
@@ -311,7 +310,7 @@ def peak_lines(peaks: Mapping[str, Peak]) -> list[str]:
     lines = []
     for name, peak in peaks.items():
         line = f"{name}: copy bandwidth {peak.gb_per_s:.4g} GB/s ({peak.method})"
-        if busy(peak):
+        if peak.busy:
             line += f"; measured while the machine was busy (load {peak.load_per_core:.2g} per core)"
         lines.append(line)
     return lines
@@ -482,28 +481,3 @@ def artifact_lines(results: Sequence[BenchResult]) -> list[str]:
         if line is not None:
             lines.append(f"{result.label}: {line}")
     return lines
-
-
-def display_path(path: Path | str) -> str:
-    """`path` relative to the working directory when it lies below it (shorter messages)."""
-    text = str(path)
-    try:
-        relative = os.path.relpath(text)
-    except ValueError:  # another drive on Windows
-        return text
-    return text if relative.startswith("..") else relative
-
-
-def artifact_line(artifacts: Sequence[str | Path]) -> str | None:
-    """`<folder> (file, file, code/...)` for the files of one call's profile."""
-    if not artifacts:
-        return None
-    paths = [Path(p) for p in artifacts]
-    folder = Path(os.path.commonpath([str(p.parent) for p in paths]))
-    names: list[str] = []
-    for path in paths:
-        relative = path.relative_to(folder).as_posix()
-        top = relative.split("/", 1)[0] + "/" if "/" in relative else relative
-        if top not in names:
-            names.append(top)
-    return f"{display_path(folder)} ({', '.join(names)})"
