@@ -15,7 +15,6 @@ usage or git error.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import shutil
 import subprocess
@@ -25,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from pytest_kernelperf.results import runfile
 from pytest_kernelperf.settings import DEFAULTS
 from pytest_kernelperf.verdict.judge import Rounds, Verdict
 from pytest_kernelperf.verdict.judge import judge as round_judge
@@ -126,10 +126,17 @@ def run_pytest(
         out.flush()
         subprocess.run(command, cwd=worktree, stdout=out, stderr=subprocess.STDOUT, check=False)
     try:
-        data = json.loads(json_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return runfile.read(json_path).data
+    except runfile.RunFileError:
         return None
-    return data if isinstance(data, dict) else None
+
+
+def read_run(path: Path) -> dict[str, Any]:
+    """A run file's JSON, through the run file gateway (results/runfile.py)."""
+    try:
+        return runfile.read(path).data
+    except runfile.RunFileError as exc:
+        raise BisectError(str(exc)) from None
 
 
 def judge_main(argv: Sequence[str]) -> int:
@@ -148,7 +155,7 @@ def judge_main(argv: Sequence[str]) -> int:
     if candidate is None:
         print(f"{commit[:10]}: skipped (pytest wrote no run file)")
         return SKIP
-    status, lines = judge(json.loads(args.good.read_text(encoding="utf-8")), candidate, args.threshold)
+    status, lines = judge(read_run(args.good), candidate, args.threshold)
     verdict = {0: "good", 1: "bad"}.get(status, "skipped")
     print(f"{commit[:10]}: {verdict}")
     for line in lines:
@@ -279,7 +286,7 @@ def bisect(
             and run_pytest(bisect_tree, pytest_args, runs / f"{first}.json", runs / "pytest.log") is None
         ):
             raise BisectError(f"BAD {bad} gave no timed result: see {runs / 'pytest.log'}")
-        bad_run = json.loads((runs / f"{first}.json").read_text(encoding="utf-8"))
+        bad_run = read_run(runs / f"{first}.json")
         if first == bad_sha:
             bad_status, _ = judge(good_run, bad_run, threshold)
             if bad_status != 1:
@@ -289,7 +296,7 @@ def bisect(
                 return 1
         parent = _git(top, "rev-parse", f"{first}^").stdout.strip()
         before_sha = parent if (runs / f"{parent}.json").exists() else good_sha
-        before_run = json.loads((runs / f"{before_sha}.json").read_text(encoding="utf-8"))
+        before_run = read_run(runs / f"{before_sha}.json")
         subject = _git(top, "log", "-1", "--format=%s", first).stdout.strip()
         print(f"first bad commit: {first} {subject}", file=out)
         lines = explain(before_run, bad_run, before_sha, first, threshold) or explain(

@@ -1,8 +1,8 @@
 """The history store: every run file ingested into one SQLite database, one row per measurement.
 
-A run is what `pytest --kernelperf --kernelperf-json=PATH` writes (docs/json-schema.md); this module
-reads only that JSON dict, never the package's own types, so that it can ingest files written by
-other versions of the plugin. Each result gives one measurement per metric (`device_time`,
+A run is what `pytest --kernelperf --kernelperf-json=PATH` writes (docs/json-schema.md), checked by
+the run file gateway (`results/runfile.py`, which upgrades older versions in one place); this module
+stores that JSON dict as written. Each result gives one measurement per metric (`device_time`,
 `host_latency`) in a *series*: (test, name, device, cache mode, metric).
 
 Several CI jobs may append to one file at once: the database is in WAL mode, every write is one
@@ -30,8 +30,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-RUN_SCHEMA = "pytest-kernelperf-run"
-RUN_SCHEMA_VERSIONS = (1,)
+from pytest_kernelperf.results import runfile
+
 METRICS = ("device_time", "host_latency")
 MAX_QUANTILES = 32
 BUSY_TIMEOUT_MS = 30_000
@@ -233,17 +233,11 @@ def quantiles(samples: Sequence[float], count: int = MAX_QUANTILES) -> list[floa
 
 
 def validate_run(run: Any, source: str) -> None:
-    if not isinstance(run, dict):
-        raise HistoryError(f"{source}: expected a JSON object (a pytest-kernelperf run file)")
-    if run.get("schema") != RUN_SCHEMA:
-        raise HistoryError(f"{source}: not a pytest-kernelperf run file (schema {run.get('schema')!r})")
-    if run.get("schema_version") not in RUN_SCHEMA_VERSIONS:
-        raise HistoryError(
-            f"{source}: run file schema_version {run.get('schema_version')!r} is not readable "
-            f"(reads {', '.join(map(str, RUN_SCHEMA_VERSIONS))})"
-        )
-    if not isinstance(run.get("results"), list):
-        raise HistoryError(f"{source}: 'results' is not a list")
+    """The run file gateway's one validation (results/runfile.py), with a HistoryError."""
+    try:
+        runfile.check(run, source)
+    except runfile.RunFileError as exc:
+        raise HistoryError(str(exc)) from None
 
 
 def _measurements(run: Mapping[str, Any]) -> Iterator[tuple[SeriesKey, dict[str, Any]]]:
@@ -303,7 +297,7 @@ def _measurements(run: Mapping[str, Any]) -> Iterator[tuple[SeriesKey, dict[str,
                 nbytes = throughput.get("bytes")
                 if isinstance(nbytes, int) and not isinstance(nbytes, bool) and nbytes > 0 and median > 0:
                     row["bytes"] = nbytes
-                    row["gb_per_s"] = nbytes / (median * 1e-3) / 1e9
+                    row["gb_per_s"] = nbytes / (median * 1e-3) / 1e9  # finite: times are at least MIN_MS
                     peak = peaks.get(device)
                     peak_gbps = _number(peak.get("gb_per_s")) if isinstance(peak, dict) else None
                     peak_gbps = peak_gbps or _number(throughput.get("peak_gb_per_s"))
@@ -756,17 +750,9 @@ _ROW_FIELDS = (
 
 
 def load_run_file(path: Path) -> dict[str, Any]:
-    """The parsed JSON of a run file; HistoryError naming the file when it cannot be used."""
+    """The parsed JSON of a run file, read through the run file gateway; HistoryError naming the
+    file and the field when it cannot be used."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise HistoryError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HistoryError(f"{path}: cannot be read: {exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise HistoryError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    validate_run(data, str(path))
-    assert isinstance(data, dict)
-    return data
+        return runfile.read(path).data
+    except runfile.RunFileError as exc:
+        raise HistoryError(str(exc)) from None

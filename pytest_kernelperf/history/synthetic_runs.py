@@ -56,7 +56,7 @@ def result(
         else {
             "method": "cupti",
             "median_ms": median_ms / reference_ratio,
-            "ci_ms": [0.0, 1.0],
+            "ci_ms": [median_ms / reference_ratio * 0.999, median_ms / reference_ratio * 1.001],
             "samples_ms": [median_ms / reference_ratio],
             "ratio": reference_ratio,
             "max_ratio": 2.0,

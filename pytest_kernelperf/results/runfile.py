@@ -467,6 +467,12 @@ def result_from_dict(data: Any, source: str = "<json>", where: str = "result") -
     throughput = reader.child("throughput", optional=True)
     bytes_ = throughput.whole("bytes", optional=True) if throughput else None
     flops = throughput.whole("flops", optional=True) if throughput else None
+    for what, count in (("bytes", bytes_), ("flops", flops)):
+        if throughput is not None and count is not None and count < 0:
+            raise throughput.fail(what, f"expected a count of zero or more, got {count}")
+    wall_s = reader.number("wall_s", optional=True) or 0.0
+    if wall_s < 0:
+        raise reader.fail("wall_s", f"expected seconds of zero or more, got {wall_s!r}")
     return BenchResult(
         nodeid=reader.req_text("nodeid"),
         name=reader.text("name", optional=True),
@@ -488,7 +494,7 @@ def result_from_dict(data: Any, source: str = "<json>", where: str = "result") -
         bytes=bytes_,
         flops=flops,
         artifacts=reader.texts("artifacts"),
-        wall_s=reader.number("wall_s", optional=True) or 0.0,
+        wall_s=wall_s,
         bytes_inferred=throughput.flag("bytes_inferred") if throughput else False,
         ratio=_ratio_from(reader.child("reference", optional=True)),
         baseline_ci_ms=baseline.pair("ci_ms", optional=True) if baseline else None,
@@ -570,15 +576,142 @@ def run_from_dict(data: Any, source: str = "<json>") -> RunReport:
     )
 
 
-def loads(text: str, source: str = "<json>") -> RunReport:
+# --- the gateway: every reader of a run file goes through `read` (or `check` for a dict in hand) ---
+
+MAX_DEPTH = 32  # a run file written by the plugin nests about 8 levels deep
+MAX_WHOLE = 2**63 - 1  # a whole number beyond 64 bits is no count, size or index
+# A time is between a picosecond and about 32 years: anything else is no measurement, and within
+# these bounds sums, ratios and their squares over any run file stay finite.
+MIN_MS, MAX_MS = 1e-9, 1e12
+READABLE_VERSIONS = (SCHEMA_VERSION,)
+# Free text (notes, reasons, kernel code) may hold tabs and line breaks; no other control character
+# (ANSI escapes rewrite a terminal) and no lone surrogate (not writable as UTF-8) is allowed.
+_BAD_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+# The fields that name a measurement (and are printed in one line of a table): no control at all.
+_BAD_NAME = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_NAME_FIELDS = frozenset({"nodeid", "name", "module", "test_id", "device", "cache"})
+
+
+class _OutOfRange:
+    """A number of the text that JSON allows and this schema does not (NaN, Infinity, 1e400, a
+    100-digit integer): kept by the parser, refused with its path by `_check_values`."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text if len(text) <= 24 else f"{text[:20]}... ({len(text)} characters)"
+
+
+def _parse_float(text: str) -> float | _OutOfRange:
+    value = float(text)
+    return value if math.isfinite(value) else _OutOfRange(text)
+
+
+def _parse_int(text: str) -> int | _OutOfRange:
+    # Decided on the text first: Python refuses to convert more than 4300 digits at all.
+    if len(text.lstrip("-")) > 19 or abs(value := int(text)) > MAX_WHOLE:
+        return _OutOfRange(text)
+    return value
+
+
+def _parse_json(text: str, source: str) -> Any:
     try:
-        data = json.loads(text)
+        return json.loads(text, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_OutOfRange)
     except json.JSONDecodeError as exc:
         raise RunFileError(source, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
-    return run_from_dict(data, source)
+    except RecursionError:
+        raise RunFileError(
+            source, "", f"not a run file: JSON nested more than {MAX_DEPTH} levels deep"
+        ) from None
 
 
-def load(path: Path) -> RunReport:
+def _step(where: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{where}[{key}]"
+    return f"{where}.{key}" if where else key
+
+
+def _check_values(data: Any, source: str) -> None:
+    """What no field of a run file may hold, whatever its name: nesting beyond MAX_DEPTH, a number
+    that is not finite or beyond 64 bits, a time (a field ending in `_ms`) that is not a positive
+    number up to MAX_MS, control characters or lone surrogates in text. Iterative, so that no depth
+    of input can exhaust the stack."""
+    stack: list[tuple[Any, str, int, str]] = [(data, "", 1, "")]
+    while stack:
+        value, where, depth, key = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise RunFileError(source, where, f"nested more than {MAX_DEPTH} levels deep")
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for k, v in items:
+                if isinstance(k, str) and _BAD_TEXT.search(k):
+                    raise RunFileError(source, where, f"a key with a control character: {k!r}")
+                # A list's items are checked under the name of the list (`rounds_ms[3]` is a time).
+                stack.append((v, _step(where, k), depth + 1, key if isinstance(k, int) else k))
+        elif isinstance(value, _OutOfRange):
+            raise RunFileError(source, where, f"{value.text} is out of range (a number must be finite, a whole number within 64 bits)")
+        elif isinstance(value, str):
+            bad = (_BAD_NAME if key in _NAME_FIELDS else _BAD_TEXT).search(value)
+            if bad:
+                raise RunFileError(
+                    source, where, f"a control character {bad.group()!r} in {value[:60]!r} (not allowed here)"
+                )
+        elif isinstance(value, bool) or value is None:
+            continue
+        elif isinstance(value, int) and abs(value) > MAX_WHOLE:
+            raise RunFileError(
+                source, where, f"{value} is out of range (a whole number of 64 bits is expected)"
+            )
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise RunFileError(source, where, f"{value!r} is not a finite number")
+        # Booleans and null were passed over above: what is left is a number or a string.
+        if key.endswith("_ms") and isinstance(value, (int, float)) and not MIN_MS <= value <= MAX_MS:
+            raise RunFileError(
+                source,
+                where,
+                f"a time must be a positive number of ms from {MIN_MS:g} to {MAX_MS:g}, got {value!r}",
+            )
+
+
+@dataclass(frozen=True)
+class CheckedRun:
+    """A run file that passed the one validation: its JSON (as written, for readers of the dict such
+    as the history) and the run it describes."""
+
+    data: dict[str, Any]
+    report: RunReport
+
+
+def check(data: Any, source: str = "<json>") -> CheckedRun:
+    """The one validation of a run file's parsed JSON, shared by every reader (compare, merge,
+    report, update-baselines, the history's import, bisect, the studies): the schema and its
+    version, every field's type (`run_from_dict`), and `_check_values`. RunFileError names the file
+    and the field."""
+    if not isinstance(data, dict):
+        raise RunFileError(source, "", f"expected an object, got {_kind(data)}")
+    if data.get("schema") != SCHEMA:
+        raise RunFileError(
+            source, "schema", f"not a pytest-kernelperf run file (schema {data.get('schema')!r})"
+        )
+    version = data.get("schema_version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise RunFileError(source, "schema_version", f"expected a whole number, got {_kind(version)}")
+    if version not in READABLE_VERSIONS:
+        raise RunFileError(
+            source,
+            "schema_version",
+            f"schema_version {version} is not readable by this pytest-kernelperf "
+            f"(reads {', '.join(map(str, READABLE_VERSIONS))}); use the version that wrote it",
+        )
+    # Upgrades of older versions to the current one belong here, one step per version.
+    _check_values(data, source)
+    return CheckedRun(data, run_from_dict(data, source))
+
+
+def loads(text: str, source: str = "<json>") -> RunReport:
+    return check(_parse_json(text, source), source).report
+
+
+def read(path: Path) -> CheckedRun:
+    """The gateway: a run file read, parsed and checked; RunFileError naming the file and the field."""
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
@@ -586,9 +719,15 @@ def load(path: Path) -> RunReport:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise RunFileError(str(path), "", "no such file") from None
+    except IsADirectoryError:
+        raise RunFileError(str(path), "", "a folder, not a run file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise RunFileError(str(path), "", f"cannot be read: {exc}") from None
-    return loads(text, str(path))
+    return check(_parse_json(text, str(path)), str(path))
+
+
+def load(path: Path) -> RunReport:
+    return read(path).report
 
 
 def write(path: Path, run: RunReport) -> None:
