@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import random
 import sqlite3
 import subprocess
@@ -358,19 +359,34 @@ def _retry(action: Callable[[], T], what: str, attempts: int = WRITE_ATTEMPTS) -
 
 
 class HistoryStore:
-    """A history database (created on first use). Use as a context manager, or call close()."""
+    """A history database (created on first use). Use as a context manager, or call close().
 
-    def __init__(self, path: Path | str, *, create: bool = True) -> None:
+    With `read_only`, the database is opened for reading only (SQLite's `mode=ro`, or `immutable=1`
+    where not even the WAL's shared-memory file can be made, as on a read-only file system): nothing
+    in the file changes, no schema upgrade, no switch to WAL, no cached change points written."""
+
+    def __init__(self, path: Path | str, *, create: bool = True, read_only: bool = False) -> None:
         self.path = Path(path)
-        if not create and not self.path.exists():
+        self.read_only = read_only
+        if (read_only or not create) and not self.path.exists():
             raise HistoryError(f"{self.path}: no such history database")
-        if not create and self.path.is_file() and self.path.stat().st_size == 0:
+        if (read_only or not create) and self.path.is_file() and self.path.stat().st_size == 0:
             # A reader must not turn an empty file into a database.
             raise HistoryError(f"{self.path}: an empty file, not a history database yet")
+        if read_only:
+            self.db = self._open_read_only()
+            return
+        if create and not self.path.parent.is_dir():
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise HistoryError(
+                    f"{self.path}: cannot make its folder {self.path.parent}: {exc.strerror or exc}"
+                ) from None
         try:
             self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         except sqlite3.Error as exc:
-            raise HistoryError(f"{self.path}: cannot open the history database: {exc}") from None
+            raise HistoryError(f"{self.path}: cannot open the history database: {self._why(exc)}") from None
         try:
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self.db.execute("PRAGMA foreign_keys = ON")
@@ -382,10 +398,71 @@ class HistoryStore:
             self._migrate()
         except sqlite3.DatabaseError as exc:
             self.db.close()
-            raise HistoryError(f"{self.path}: not a history database ({exc})") from None
+            raise HistoryError(f"{self.path}: {self._why(exc)}") from None
         except HistoryError:
             self.db.close()
             raise
+
+    def _why(self, exc: sqlite3.Error) -> str:
+        """What is wrong, in words: SQLite says "unable to open database file" for a missing folder
+        and for a file it may not write alike."""
+        text = str(exc)
+        folder = self.path.parent
+        if not folder.is_dir():
+            return f"its folder {folder} does not exist"
+        if not _writable(folder) or (self.path.exists() and not _writable(self.path)):
+            return (
+                f"cannot be written: the file or its folder is read-only ({text}); reading commands "
+                "(history show, detect, export, report) can still read it"
+            )
+        if "unable to open" in text.lower():
+            return f"cannot open the history database: {text}"
+        return f"not a history database ({text})"
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        uri = self.path.resolve().as_uri()
+        db: sqlite3.Connection | None = None
+        problem: sqlite3.Error | None = None
+        # mode=ro reads a WAL database while others write it, but needs its -shm file (made when
+        # the folder is writable); immutable=1 reads a file that nothing can change.
+        for query in ("?mode=ro", "?mode=ro&immutable=1"):
+            try:
+                db = sqlite3.connect(
+                    uri + query, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
+                )
+                db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                version = int(db.execute("PRAGMA user_version").fetchone()[0])
+                db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+                break
+            except sqlite3.DatabaseError as exc:
+                if db is not None:
+                    db.close()
+                db, problem = None, exc
+                if "unable to open" not in str(exc).lower():
+                    break
+        if db is None:
+            assert problem is not None
+            text = str(problem)
+            if "unable to open" in text.lower():
+                raise HistoryError(f"{self.path}: cannot open the history database for reading: {text}")
+            raise HistoryError(f"{self.path}: not a history database ({text})")
+        self.db = db
+        try:
+            self._refuse_foreign_database()
+            if version > SCHEMA_VERSION:
+                raise HistoryError(
+                    f"{self.path}: history schema version {version} was written by a newer "
+                    f"pytest-kernelperf (this one reads up to {SCHEMA_VERSION})"
+                )
+            if version == 0:
+                raise HistoryError(f"{self.path}: an empty database, not a history yet")
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise HistoryError(f"{self.path}: not a history database ({exc})") from None
+        except HistoryError:
+            db.close()
+            raise
+        return db
 
     def __enter__(self) -> HistoryStore:
         return self
@@ -399,6 +476,9 @@ class HistoryStore:
     # transactions
 
     def _write(self, action: Callable[[sqlite3.Connection], T], what: str) -> T:
+        if self.read_only:
+            raise HistoryError(f"{self.path}: {what}: the history was opened for reading only")
+
         def attempt() -> T:
             self.db.execute("BEGIN IMMEDIATE")
             try:
@@ -675,6 +755,8 @@ class HistoryStore:
     # change point cache
 
     def cached_analysis(self, series_id: int, last_run_id: int, runs: int, params: str) -> Any | None:
+        if self.read_only and self.schema_version < 2:  # not upgraded, so no cache yet
+            return None
         row = self.db.execute(
             "SELECT result FROM analyses WHERE series_id = ? AND last_run_id = ? AND runs = ? AND params = ?",
             (series_id, last_run_id, runs, params),
@@ -682,8 +764,9 @@ class HistoryStore:
         return None if row is None else json.loads(row[0])
 
     def cache_analyses(self, items: Sequence[tuple[int, int, int, str, Any]]) -> None:
-        """Store (series id, last run id, runs, params, result) rows; best effort under contention."""
-        if not items:
+        """Store (series id, last run id, runs, params, result) rows; best effort under contention.
+        Nothing is stored in a history opened for reading only."""
+        if not items or self.read_only:
             return
 
         def action(db: sqlite3.Connection) -> None:
@@ -719,6 +802,11 @@ class HistoryStore:
 
 
 _NO_ENV: dict[str, str] = {}
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write `path` (False on a read-only file system, also for root)."""
+    return os.access(path, os.W_OK)
 
 
 def _float_list(text: str) -> tuple[float, ...]:

@@ -647,7 +647,11 @@ def _check_values(data: Any, source: str) -> None:
                 # A list's items are checked under the name of the list (`rounds_ms[3]` is a time).
                 stack.append((v, _step(where, k), depth + 1, key if isinstance(k, int) else k))
         elif isinstance(value, _OutOfRange):
-            raise RunFileError(source, where, f"{value.text} is out of range (a number must be finite, a whole number within 64 bits)")
+            raise RunFileError(
+                source,
+                where,
+                f"{value.text} is out of range (a number must be finite, a whole number within 64 bits)",
+            )
         elif isinstance(value, str):
             bad = (_BAD_NAME if key in _NAME_FIELDS else _BAD_TEXT).search(value)
             if bad:
