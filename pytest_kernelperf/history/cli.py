@@ -14,6 +14,7 @@ Exit status: 0 on success, 1 when `detect` finds a slowdown, 2 for a usage or fi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
@@ -35,7 +36,7 @@ from .changepoints import (
     short,
     status_text,
 )
-from .store import HistoryError, HistoryStore, git_info, load_run_file, rev_parse
+from .store import DamagedHistory, HistoryError, HistoryStore, git_info, load_run_file, rev_parse
 
 DEFAULT_DB = Path(".kernelperf") / "history.sqlite"
 ENV_DB = "KERNELPERF_HISTORY"
@@ -161,6 +162,9 @@ def _run(args: argparse.Namespace, out: Any) -> int:
                 return _export(args, store, out)
             if args.history_command == "report":
                 return _report(args, store, out)
+    except DamagedHistory as exc:
+        print(f"error: {db}: a damaged history database: {exc}", file=Escaped(sys.stderr))
+        return 2
     except (HistoryError, ChangePointsUnavailable) as exc:
         print(f"error: {exc}", file=Escaped(sys.stderr))
         return 2
@@ -190,8 +194,9 @@ def _import(args: argparse.Namespace, db: Path, out: TextIO) -> int:
         if stored:
             # The reading commands never write: the change points of the whole history, and of the
             # runs' branch, are found and cached here (where Otava is installed).
-            for on_branch in dict.fromkeys((None, branch)):
-                analyse_store(store, Params(), require=False, branch=on_branch)
+            with contextlib.suppress(HistoryError, sqlite3.Error):  # the runs are stored; the cache can wait
+                for on_branch in dict.fromkeys((None, branch)):
+                    analyse_store(store, Params(), require=False, branch=on_branch)
     return 0
 
 

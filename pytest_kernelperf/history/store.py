@@ -45,6 +45,11 @@ class HistoryError(Exception):
     """A history database or run file that cannot be used; the message names the file."""
 
 
+class DamagedHistory(HistoryError):
+    """What a history database holds is not what this module writes (edited by hand, or written by
+    something else): the message says where; the caller names the file."""
+
+
 # --- schema --------------------------------------------------------------------------------------
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -153,12 +158,26 @@ class Point:
     def inventory(self) -> tuple[Mapping[str, Any], ...] | None:
         """The kernel inventory (name, launches, share, ms, code per kernel), None when not recorded."""
         if isinstance(self.kernels, str):
-            return tuple(json.loads(self.kernels))
+            kernels = _json(self.kernels, f"the measurement of run {self.run_id}", "kernels")
+            if not isinstance(kernels, list):
+                raise DamagedHistory(f"the measurement of run {self.run_id}: kernels is not a list")
+            return tuple(kernels)
         return self.kernels
 
     def rounds(self) -> tuple[float, ...]:
         """The per-round location estimates, in ms (the median alone when the run gave none)."""
-        return _float_list(self.rounds_ms) if isinstance(self.rounds_ms, str) else self.rounds_ms
+        if not isinstance(self.rounds_ms, str):
+            return self.rounds_ms
+        try:
+            rounds = _float_list(self.rounds_ms)
+        except ValueError:
+            rounds = ()
+        if not rounds or not all(_MIN_MS <= r <= _MAX_MS for r in rounds):
+            raise DamagedHistory(
+                f"the measurement of run {self.run_id}: rounds_ms {self.rounds_ms[:40]!r} is not a list "
+                "of times"
+            )
+        return rounds
 
     @property
     def value(self) -> float:
@@ -638,7 +657,12 @@ class HistoryStore:
             "SELECT id, test, name, device, cache, metric FROM series "
             "ORDER BY test, name, device, cache, metric"
         )
-        return {int(row[0]): SeriesKey(*row[1:]) for row in rows}
+        out = {}
+        for sid, *fields in rows:
+            if not all(isinstance(f, str) for f in fields):
+                raise DamagedHistory(f"series {sid}: its test, name, device, cache or metric is not text")
+            out[int(sid)] = SeriesKey(*fields)
+        return out
 
     def recent_rounds(
         self, key: SeriesKey, *, method: str, verdict: str, since: str, limit: int
@@ -668,13 +692,19 @@ class HistoryStore:
         ]
 
     def points(self, series_id: int | None = None) -> dict[int, list[Point]]:
-        """Series id -> its points in run order (created time, then ingestion); all series by default."""
-        runs: dict[int, tuple[str, str | None, str | None, dict[str, dict[str, str]]]] = {
-            int(rid): (created, commit, branch, json.loads(devices))
-            for rid, created, commit, branch, devices in self.db.execute(
-                "SELECT id, created, commit_sha, branch, devices FROM runs"
+        """Series id -> its points in run order (created time, then ingestion); all series by default.
+        DamagedHistory when a row is not what `ingest` writes."""
+        runs: dict[int, tuple[str, str | None, str | None, dict[str, dict[str, str]]]] = {}
+        for rid, created, commit, branch, devices in self.db.execute(
+            "SELECT id, created, commit_sha, branch, devices FROM runs"
+        ):
+            where = f"run {rid}"
+            runs[int(rid)] = (
+                _text(created, where, "created"),
+                _optional_text(commit, where, "commit_sha"),
+                _optional_text(branch, where, "branch"),
+                _environments(devices, where),
             )
-        }
         # Run order is (created, id); read in primary-key order (series, run id) with no join or sort,
         # and sort a series only when run ids are not already in run order.
         ranked = sorted(runs, key=lambda r: (runs[r][0], r))
@@ -691,31 +721,43 @@ class HistoryStore:
         out: dict[int, list[Point]] = {}
         decoded: dict[str, Any] = {}  # kernels, autotune and artefacts repeat from run to run
 
-        def decode(text: str) -> Any:
+        def decode(text: Any, at: str, field: str) -> Any:
+            if not isinstance(text, str):
+                raise DamagedHistory(f"{at}: {field} is {_kind(text)}, not JSON text")
             value = decoded.get(text)
             if value is None:
-                value = decoded[text] = json.loads(text)
+                value = decoded[text] = _json(text, at, field)
             return value
 
         for sid, rid, median, value, rounds, verdict, kernels, autotune, ratio, peak, arts in rows:
+            at = f"the measurement of run {rid} in series {sid}"
+            if rid not in runs or sid not in devices_of:
+                raise DamagedHistory(f"{at}: its {'run' if rid not in runs else 'series'} is missing")
             created, commit, branch, devices = runs[rid]
-            device = devices_of[sid]
+            tuned = None if autotune is None else decode(autotune, at, "autotune")
+            artifacts = decode(arts, at, "artifacts")
+            if not (tuned is None or isinstance(tuned, dict)) or not (
+                isinstance(artifacts, list) and all(isinstance(a, str) for a in artifacts)
+            ):
+                raise DamagedHistory(f"{at}: autotune or artifacts not as written")
+            if not isinstance(rounds, str) or not (kernels is None or isinstance(kernels, str)):
+                raise DamagedHistory(f"{at}: rounds_ms or kernels is not JSON text")
             out.setdefault(sid, []).append(
                 Point(
                     run_id=rid,
                     created=created,
                     commit=commit,
                     branch=branch,
-                    median_ms=median,
+                    median_ms=_time(median, at, "median_ms"),
                     rounds_ms=rounds,
-                    value_ms=value,
-                    verdict=verdict,
+                    value_ms=_time(value, at, "value_ms"),
+                    verdict=_optional_text(verdict, at, "verdict"),
                     kernels=kernels,
-                    autotune=None if autotune is None else decode(autotune),
-                    environment=devices.get(device, _NO_ENV),
-                    reference_ratio=ratio,
-                    peak_fraction=peak,
-                    artifacts=tuple(decode(arts)),
+                    autotune=tuned,
+                    environment=devices.get(str(devices_of[sid]), _NO_ENV),
+                    reference_ratio=_optional_figure(ratio, at, "reference_ratio"),
+                    peak_fraction=_optional_figure(peak, at, "peak_fraction"),
+                    artifacts=tuple(artifacts),
                 )
             )
         if not in_order:
@@ -739,14 +781,17 @@ class HistoryStore:
             item = dict(zip(names, row, strict=True))
             for key in ("rounds_ms", "quantiles_ms", "kernels", "autotune", "artifacts"):
                 if item[key] is not None:
-                    item[key] = json.loads(item[key])
+                    item[key] = _json(item[key], f"the measurement of run {item['run_id']}", key)
             yield item
 
     def peaks(self) -> dict[str, float]:
         """Device name -> its latest measured copy bandwidth in GB/s, across stored runs."""
         out: dict[str, float] = {}
-        for (peaks,) in self.db.execute("SELECT peaks FROM runs ORDER BY created, id"):
-            for device, peak in json.loads(peaks).items():
+        for rid, peaks in self.db.execute("SELECT id, peaks FROM runs ORDER BY created, id"):
+            stored = _json(peaks, f"run {rid}", "peaks")
+            if not isinstance(stored, dict):
+                raise DamagedHistory(f"run {rid}: peaks is not an object")
+            for device, peak in stored.items():
                 value = _number(peak.get("gb_per_s")) if isinstance(peak, dict) else None
                 if value:
                     out[device] = value
@@ -761,7 +806,16 @@ class HistoryStore:
             "SELECT result FROM analyses WHERE series_id = ? AND last_run_id = ? AND runs = ? AND params = ?",
             (series_id, last_run_id, runs, params),
         ).fetchone()
-        return None if row is None else json.loads(row[0])
+        if row is None:
+            return None
+        try:
+            found = json.loads(row[0])
+        except (TypeError, ValueError):
+            return None  # a damaged cache entry: detected again
+        pairs = isinstance(found, list) and all(
+            isinstance(c, list) and len(c) == 2 and all(_is_number(v) for v in c) for c in found
+        )
+        return found if pairs else None
 
     def cache_analyses(self, items: Sequence[tuple[int, int, int, str, Any]]) -> None:
         """Store (series id, last run id, runs, params, result) rows; best effort under contention.
@@ -802,6 +856,56 @@ class HistoryStore:
 
 
 _NO_ENV: dict[str, str] = {}
+
+
+_MIN_MS, _MAX_MS = runfile.MIN_MS, runfile.MAX_MS
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _json(text: Any, at: str, field: str) -> Any:
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        raise DamagedHistory(f"{at}: {field} is not JSON ({str(text)[:40]!r})") from None
+
+
+def _text(value: Any, at: str, field: str) -> str:
+    if not isinstance(value, str):
+        raise DamagedHistory(f"{at}: {field} is {_kind(value)}, not text")
+    return value
+
+
+def _optional_text(value: Any, at: str, field: str) -> str | None:
+    return None if value is None else _text(value, at, field)
+
+
+def _time(value: Any, at: str, field: str) -> float:
+    """A stored time: what `ingest` stores passed the run file gateway's bounds."""
+    if not _is_number(value) or not _MIN_MS <= value <= _MAX_MS:
+        raise DamagedHistory(f"{at}: {field} is {value!r}, not a time in ms")
+    return float(value)
+
+
+def _optional_figure(value: Any, at: str, field: str) -> float | None:
+    if value is not None and not _is_number(value):
+        raise DamagedHistory(f"{at}: {field} is {value!r}, not a finite number")
+    return None if value is None else float(value)
+
+
+def _environments(text: Any, at: str) -> dict[str, dict[str, str]]:
+    devices = _json(text, at, "devices")
+    if not isinstance(devices, dict) or not all(
+        isinstance(env, dict) and all(isinstance(v, str) for v in env.values()) for env in devices.values()
+    ):
+        raise DamagedHistory(f"{at}: devices is not an object of environments")
+    return devices
 
 
 def _writable(path: Path) -> bool:

@@ -623,56 +623,84 @@ def _parse_json(text: str, source: str) -> Any:
         ) from None
 
 
-def _step(where: str, key: str | int) -> str:
-    if isinstance(key, int):
-        return f"{where}[{key}]"
-    return f"{where}.{key}" if where else key
+_PLAIN = frozenset({dict, list, str, float, int, bool, type(None), _OutOfRange})
+_Node = tuple[Any, int, str, Any]  # a value, its depth, the name of its field, (parent node, key)
+
+
+def _where(node: _Node) -> str:
+    """The JSON path of a node (built only for an error: most files have none)."""
+    keys: list[str | int] = []
+    while node[3] is not None:
+        node, key = node[3]
+        keys.append(key)
+    out = ""
+    for key in reversed(keys):
+        out = f"{out}[{key}]" if isinstance(key, int) else (f"{out}.{key}" if out else key)
+    return out
+
+
+def _number_problem(value: int | float, timed: bool) -> str | None:
+    if type(value) is int and abs(value) > MAX_WHOLE:
+        return f"{value} is out of range (a whole number of 64 bits is expected)"
+    if not math.isfinite(value):
+        return f"{value!r} is not a finite number"
+    if timed and not MIN_MS <= value <= MAX_MS:
+        return f"a time must be a positive number of ms from {MIN_MS:g} to {MAX_MS:g}, got {value!r}"
+    return None
 
 
 def _check_values(data: Any, source: str) -> None:
     """What no field of a run file may hold, whatever its name: nesting beyond MAX_DEPTH, a number
-    that is not finite or beyond 64 bits, a time (a field ending in `_ms`) that is not a positive
-    number up to MAX_MS, control characters or lone surrogates in text. Iterative, so that no depth
-    of input can exhaust the stack."""
-    stack: list[tuple[Any, str, int, str]] = [(data, "", 1, "")]
+    that is not finite or beyond 64 bits, a time (a field ending in `_ms`, or an item of a list so
+    named) outside MIN_MS to MAX_MS, control characters or lone surrogates in text. Iterative, so
+    that no depth of input can exhaust the stack; a list of numbers is checked in one loop."""
+    stack: list[_Node] = [(data, 1, "", None)]
     while stack:
-        value, where, depth, key = stack.pop()
-        if isinstance(value, (dict, list)):
+        node = stack.pop()
+        value, depth, name, _ = node
+        kind: type = type(value)
+        if kind not in _PLAIN:  # a subclass or a tuple, in a document built in this process
+            kind = next((k for k in (bool, list, dict, str, float, int) if isinstance(value, k)), kind)
+            kind = list if isinstance(value, tuple) else kind
+        if kind is dict or kind is list:
             if depth > MAX_DEPTH:
-                raise RunFileError(source, where, f"nested more than {MAX_DEPTH} levels deep")
-            items = value.items() if isinstance(value, dict) else enumerate(value)
-            for k, v in items:
-                if isinstance(k, str) and _BAD_TEXT.search(k):
-                    raise RunFileError(source, where, f"a key with a control character: {k!r}")
-                # A list's items are checked under the name of the list (`rounds_ms[3]` is a time).
-                stack.append((v, _step(where, k), depth + 1, key if isinstance(k, int) else k))
-        elif isinstance(value, _OutOfRange):
-            raise RunFileError(
-                source,
-                where,
-                f"{value.text} is out of range (a number must be finite, a whole number within 64 bits)",
-            )
-        elif isinstance(value, str):
-            bad = (_BAD_NAME if key in _NAME_FIELDS else _BAD_TEXT).search(value)
+                raise RunFileError(source, _where(node), f"nested more than {MAX_DEPTH} levels deep")
+            if kind is list:
+                timed = name.endswith("_ms")
+                for index, item in enumerate(value):
+                    if type(item) is float or type(item) is int:
+                        problem = _number_problem(item, timed)
+                        if problem:
+                            raise RunFileError(
+                                source, _where((item, depth + 1, name, (node, index))), problem
+                            )
+                    else:
+                        stack.append((item, depth + 1, name, (node, index)))
+                continue
+            for key, item in value.items():
+                if isinstance(key, str) and _BAD_TEXT.search(key):
+                    raise RunFileError(source, _where(node), f"a key with a control character: {key!r}")
+                stack.append((item, depth + 1, str(key), (node, key)))
+        elif kind is str:
+            bad = (_BAD_NAME if name in _NAME_FIELDS else _BAD_TEXT).search(value)
             if bad:
                 raise RunFileError(
-                    source, where, f"a control character {bad.group()!r} in {value[:60]!r} (not allowed here)"
+                    source,
+                    _where(node),
+                    f"a control character {bad.group()!r} in {value[:60]!r} (not allowed here)",
                 )
-        elif isinstance(value, bool) or value is None:
-            continue
-        elif isinstance(value, int) and abs(value) > MAX_WHOLE:
-            raise RunFileError(
-                source, where, f"{value} is out of range (a whole number of 64 bits is expected)"
-            )
-        elif isinstance(value, float) and not math.isfinite(value):
-            raise RunFileError(source, where, f"{value!r} is not a finite number")
-        # Booleans and null were passed over above: what is left is a number or a string.
-        if key.endswith("_ms") and isinstance(value, (int, float)) and not MIN_MS <= value <= MAX_MS:
+        elif kind is float or kind is int:
+            problem = _number_problem(value, name.endswith("_ms"))
+            if problem:
+                raise RunFileError(source, _where(node), problem)
+        elif kind is _OutOfRange:
             raise RunFileError(
                 source,
-                where,
-                f"a time must be a positive number of ms from {MIN_MS:g} to {MAX_MS:g}, got {value!r}",
+                _where(node),
+                f"{value.text} is out of range (a number must be finite, a whole number within 64 bits)",
             )
+        elif not (kind is bool or value is None):
+            raise RunFileError(source, _where(node), f"{_kind(value)} is not a JSON value")
 
 
 @dataclass(frozen=True)
