@@ -8,7 +8,9 @@
     history report --html PATH         a self-contained dashboard page
 
 The database is `--db PATH` (default: $KERNELPERF_HISTORY, else .kernelperf/history.sqlite).
-Exit status: 0 on success, 1 when `detect` finds a slowdown, 2 for a usage or file error.
+Exit status: 0 on success, 1 when `detect` finds a slowdown, 2 for a usage or file error (a run
+file the gateway refuses, a damaged database, filters that select nothing). show, detect, export and
+report open the database read-only and leave it unchanged.
 """
 
 from __future__ import annotations
@@ -168,7 +170,7 @@ def _run(args: argparse.Namespace, out: Any) -> int:
     except (HistoryError, ChangePointsUnavailable) as exc:
         print(f"error: {exc}", file=Escaped(sys.stderr))
         return 2
-    except sqlite3.DatabaseError as exc:  # damaged after it was opened: pages, tables or rows
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # damaged pages, tables or text
         print(f"error: {db}: a damaged history database ({exc})", file=Escaped(sys.stderr))
         return 2
     raise AssertionError(args.history_command)

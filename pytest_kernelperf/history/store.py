@@ -415,6 +415,9 @@ class HistoryStore:
                 raise HistoryError(f"{self.path}: cannot switch the database to WAL mode (got {mode})")
             self.db.execute("PRAGMA synchronous = NORMAL")
             self._migrate()
+        except UnicodeDecodeError as exc:  # text in the file that is not UTF-8
+            self.db.close()
+            raise HistoryError(f"{self.path}: not a history database ({exc})") from None
         except sqlite3.DatabaseError as exc:
             self.db.close()
             raise HistoryError(f"{self.path}: {self._why(exc)}") from None
@@ -441,7 +444,7 @@ class HistoryStore:
     def _open_read_only(self) -> sqlite3.Connection:
         uri = self.path.resolve().as_uri()
         db: sqlite3.Connection | None = None
-        problem: sqlite3.Error | None = None
+        problem: Exception | None = None
         # mode=ro reads a WAL database while others write it, but needs its -shm file (made when
         # the folder is writable); immutable=1 reads a file that nothing can change.
         for query in ("?mode=ro", "?mode=ro&immutable=1"):
@@ -453,7 +456,7 @@ class HistoryStore:
                 version = int(db.execute("PRAGMA user_version").fetchone()[0])
                 db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
                 break
-            except sqlite3.DatabaseError as exc:
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
                 if db is not None:
                     db.close()
                 db, problem = None, exc
@@ -475,7 +478,7 @@ class HistoryStore:
                 )
             if version == 0:
                 raise HistoryError(f"{self.path}: an empty database, not a history yet")
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             db.close()
             raise HistoryError(f"{self.path}: not a history database ({exc})") from None
         except HistoryError:

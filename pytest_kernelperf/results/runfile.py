@@ -78,6 +78,11 @@ def _num(value: float | None) -> float | None:
     return value if value is None or math.isfinite(value) else None
 
 
+def _escaped(text: str) -> str:
+    """Free text with the control characters that a reader refuses (`_BAD_TEXT`) as escapes."""
+    return _BAD_TEXT.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
 def _comparison(comparison: Comparison | None) -> dict[str, Any] | None:
     if comparison is None:
         return None
@@ -206,7 +211,7 @@ def result_to_dict(result: BenchResult, peak: Peak | None = None) -> dict[str, A
             "peak_fraction": _num(fig.peak_fraction),  # derived
         },
         "baseline_entry": _entry(result.entry),
-        "notes": list(result.notes),
+        "notes": [_escaped(note) for note in result.notes],  # may quote an exception's text
         "artifacts": list(result.artifacts),
         "wall_s": result.wall_s,
         "device_index": result.device_index,

@@ -187,8 +187,11 @@ def test_a_mutated_run_file_gets_a_documented_status_from_every_command(blob: by
             status, err = kernelperf(*args)
             check(status, err, allowed)
             statuses.append(status)
-        # One validation: the file is usable by all readers or by none.
-        assert len({s == 2 for s in statuses[2:]}) == 1, statuses
+        # One validation: the file is usable by all readers or by none (update-baselines may also
+        # refuse a valid file that has nothing to record).
+        merge, report, update, history_import = statuses[2:]
+        assert merge == report == history_import, statuses
+        assert update == 2 or merge == 0, statuses
         if db.exists():
             for args in (
                 ("show",),
