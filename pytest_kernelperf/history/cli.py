@@ -196,7 +196,9 @@ def _import(args: argparse.Namespace, db: Path, out: TextIO) -> int:
         if stored:
             # The reading commands never write: the change points of the whole history, and of the
             # runs' branch, are found and cached here (where Otava is installed).
-            with contextlib.suppress(HistoryError, sqlite3.Error):  # the runs are stored; the cache can wait
+            with contextlib.suppress(
+                HistoryError, sqlite3.Error, UnicodeDecodeError
+            ):  # stored; the cache can wait
                 for on_branch in dict.fromkeys((None, branch)):
                     analyse_store(store, Params(), require=False, branch=on_branch)
     return 0

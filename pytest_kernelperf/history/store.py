@@ -653,7 +653,10 @@ class HistoryStore:
             "(SELECT COUNT(*) FROM measurements m WHERE m.run_id = r.id) FROM runs r ORDER BY r.created, r.id"
         ).fetchall()
         keys = ("id", "created", "commit", "branch", "source", "measurements")
-        return [dict(zip(keys, row, strict=True)) for row in rows]
+        out = [dict(zip(keys, row, strict=True)) for row in rows]
+        for run in out:
+            _plain(run, f"run {run['id']}")
+        return out
 
     def series(self) -> dict[int, SeriesKey]:
         rows = self.db.execute(
@@ -782,6 +785,7 @@ class HistoryStore:
         names[0], names[2] = "run_id", "commit"
         for row in cursor:
             item = dict(zip(names, row, strict=True))
+            _plain(item, f"the measurement of run {item['run_id']}")
             for key in ("rounds_ms", "quantiles_ms", "kernels", "autotune", "artifacts"):
                 if item[key] is not None:
                     item[key] = _json(item[key], f"the measurement of run {item['run_id']}", key)
@@ -877,6 +881,13 @@ def _json(text: Any, at: str, field: str) -> Any:
         return json.loads(text)
     except (TypeError, ValueError):
         raise DamagedHistory(f"{at}: {field} is not JSON ({str(text)[:40]!r})") from None
+
+
+def _plain(row: Mapping[str, Any], at: str) -> None:
+    """A row as `ingest` writes it holds text, whole numbers, finite numbers and nulls only."""
+    for name, value in row.items():
+        if not (value is None or isinstance(value, (str, int)) or _is_number(value)):
+            raise DamagedHistory(f"{at}: {name} is {value!r}, not what import writes")
 
 
 def _text(value: Any, at: str, field: str) -> str:
