@@ -364,7 +364,7 @@ def test_a_history_on_a_read_only_file_system_is_read_and_writing_it_says_why(tm
         timeout=120,
         check=False,
     )
-    if done.returncode != 0 and "mount" in done.stderr:
+    if done.returncode != 0 and not done.stdout:  # unshare or mount not permitted here
         pytest.skip(f"no read-only mount here: {done.stderr.strip()}")
     lines = done.stdout.splitlines()
     assert lines[:3] == ["show: 0 ", "export --json -: 0 ", f"report --html {tmp_path}/h.html: 0 "], done
