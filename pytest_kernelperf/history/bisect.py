@@ -127,7 +127,10 @@ def run_pytest(
         subprocess.run(command, cwd=worktree, stdout=out, stderr=subprocess.STDOUT, check=False)
     try:
         return runfile.read(json_path).data
-    except runfile.RunFileError:
+    except runfile.RunFileError as exc:
+        if json_path.exists():  # written, and refused: the log says why
+            with log.open("a", encoding="utf-8") as out:
+                out.write(f"kernelperf bisect: {exc}\n")
         return None
 
 

@@ -475,6 +475,8 @@ def result_from_dict(data: Any, source: str = "<json>", where: str = "result") -
     for what, count in (("bytes", bytes_), ("flops", flops)):
         if throughput is not None and count is not None and count < 0:
             raise throughput.fail(what, f"expected a count of zero or more, got {count}")
+    if timing is not None and timing.raw("samples_ms", None) and not timing.text("method", optional=True):
+        raise timing.fail("method", "missing for a timed result (it has samples_ms)")
     wall_s = reader.number("wall_s", optional=True) or 0.0
     if wall_s < 0:
         raise reader.fail("wall_s", f"expected seconds of zero or more, got {wall_s!r}")

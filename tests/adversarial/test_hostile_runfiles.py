@@ -157,6 +157,12 @@ HOSTILE = [
         "expected a whole number, got bool",
     ),
     (
+        "timed without a method",
+        lambda d: d["results"][0]["device_time"].__setitem__("method", None),
+        "results[0].device_time.method",
+        "missing for a timed result",
+    ),
+    (
         "ANSI in a name",
         lambda d: d["results"][1].__setitem__("name", "ok\x1b[2K\x1b[1A\x1b[31mFAKE LINE\x1b[0m"),
         "results[1].name",
