@@ -554,7 +554,7 @@ class HistoryStore:
 
     def append_run(
         self,
-        run: Mapping[str, Any],
+        run: Mapping[str, Any] | runfile.CheckedRun,
         *,
         commit: str | None = None,
         branch: str | None = None,
@@ -565,14 +565,19 @@ class HistoryStore:
 
     def ingest(
         self,
-        run: Mapping[str, Any],
+        run: Mapping[str, Any] | runfile.CheckedRun,
         *,
         commit: str | None = None,
         branch: str | None = None,
         source: str | None = None,
     ) -> Ingest:
+        """Store a run: its parsed JSON, checked here by the run file gateway, or a CheckedRun that
+        the gateway made."""
         where = source or "<run>"
-        validate_run(run, where)
+        if isinstance(run, runfile.CheckedRun):
+            run = run.data
+        else:
+            validate_run(run, where)
         try:
             digest = canonical_digest(run)
         except (TypeError, ValueError) as exc:
@@ -955,10 +960,10 @@ _ROW_FIELDS = (
 )
 
 
-def load_run_file(path: Path) -> dict[str, Any]:
-    """The parsed JSON of a run file, read through the run file gateway; HistoryError naming the
-    file and the field when it cannot be used."""
+def load_run_file(path: Path) -> runfile.CheckedRun:
+    """A run file read through the run file gateway (`ingest` takes it without checking it again);
+    HistoryError naming the file and the field when it cannot be used."""
     try:
-        return runfile.read(path).data
+        return runfile.read(path)
     except runfile.RunFileError as exc:
         raise HistoryError(str(exc)) from None
