@@ -388,6 +388,9 @@ def _kind(value: Any) -> str:
 def _comparison_from(reader: _Reader | None) -> Comparison | None:
     if reader is None:
         return None
+    tested = reader.raw("p_value", None) is not None and reader.raw("level", None) is not None
+    if tested and reader.raw("alpha", None) is None:  # the evidence quotes it
+        raise reader.fail("alpha", "missing: a comparison with a p_value and a level was held to an alpha")
     return Comparison(
         verdict=reader.verdict("verdict"),
         ratio=reader.number("ratio", optional=True),

@@ -163,6 +163,12 @@ HOSTILE = [
         "missing for a timed result",
     ),
     (
+        "tested without an alpha",
+        lambda d: d["results"][0]["comparison"].pop("alpha"),
+        "results[0].comparison.alpha",
+        "missing: a comparison with a p_value and a level",
+    ),
+    (
         "ANSI in a name",
         lambda d: d["results"][1].__setitem__("name", "ok\x1b[2K\x1b[1A\x1b[31mFAKE LINE\x1b[0m"),
         "results[1].name",
