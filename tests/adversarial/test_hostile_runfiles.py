@@ -348,6 +348,33 @@ def test_reading_commands_leave_the_file_as_it_is(tmp_path: Path, stand_in_detec
     assert digest(db) == before
 
 
+def test_import_caches_the_change_points_the_reading_commands_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+
+    def counting(values: Any, params: Any) -> Any:
+        calls.append(len(values))
+        return split_backend(values, params)
+
+    monkeypatch.setattr(changepoints, "otava_available", lambda: True)
+    monkeypatch.setattr(changepoints, "otava_backend", counting)
+    db = planted_history(tmp_path / "h.sqlite", series=1)  # stored without import: nothing cached
+    assert kernelperf("history", "--db", str(db), "detect")[0] == 1
+    assert kernelperf("history", "--db", str(db), "detect")[0] == 1
+    assert calls == [16, 16]  # a reading command detects, and caches nothing
+
+    extra = edited(tmp_path, "extra.json", lambda d: None)
+    status, _ = kernelperf(
+        "history", "--db", str(db), "import", "--commit", "f" * 40, "--branch", "main", str(extra)
+    )
+    assert status == 0 and calls[2:] == [16]  # detected and cached
+    html = str(tmp_path / "h.html")
+    for command in (["detect"], ["detect", "--branch", "main"], ["show"], ["report", "--html", html]):
+        assert kernelperf("history", "--db", str(db), *command)[0] in (0, 1)
+    assert len(calls) == 3  # from the cache: every run of the series is on main
+
+
 READ_ONLY_MOUNT = """
 set -e
 mount -t tmpfs none ro
