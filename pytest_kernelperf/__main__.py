@@ -4,6 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from pytest_kernelperf.cli import main
+from pytest_kernelperf.cli import entry_point, main
 
-sys.exit(main())
+sys.exit(entry_point(main))

@@ -8,12 +8,14 @@
 Exit status: 0 on success, 1 when `compare` finds a regression, 2 for a usage or file error: a
 run file that cannot be read or fails its schema, or a file that could not be written (a baseline
 file that `update-baselines` left as it was included). Every error names the file and what is wrong.
+141 (as for SIGPIPE) when the reader of the output went away, as with `... | head`.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -137,6 +139,20 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except (CliError, runfile.RunFileError, saved_runs.MergeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def entry_point(run: Callable[[], int]) -> int:
+    """`run`'s exit status; when the reader of stdout went away (`... | head`), a quiet stop with
+    the status of a process ended by SIGPIPE (141), as `cat` or `grep` give, and no traceback."""
+    try:
+        status = run()
+        sys.stdout.flush()  # a pipe closed early shows here, not at exit
+    except BrokenPipeError:
+        # Python would flush stdout again at exit and complain: point it at /dev/null first.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+    return status
 
 
 def _load(path: Path) -> runfile.RunReport:

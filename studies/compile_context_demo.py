@@ -30,6 +30,8 @@ import time
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from pytest_kernelperf.results import runfile
+
 REPO = Path(__file__).resolve().parents[1]
 
 TESTS = """
@@ -163,7 +165,7 @@ def main() -> int:
         in outputs["run3"]
         or any(
             "compile context differs" in note
-            for result in json.loads((out / "run3.json").read_text())["results"]
+            for result in runfile.read(out / "run3.json").data["results"]
             for note in result["notes"]
         ),
         "grown input named": "x grew 10%" in outputs["run4"],

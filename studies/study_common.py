@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_kernelperf.results import runfile
+
 REPO = Path(__file__).resolve().parents[1]
 SUITE = "studies/real_kernels"
 # Verdicts that are judgements against a baseline (the others say why there was none).
@@ -220,10 +222,8 @@ def load_run(path: Path | None) -> tuple[list[dict[str, Any]], dict[str, list[st
         return results, workers
     for file in json_files(path):
         try:
-            document = json.loads(file.read_text())
-        except (OSError, ValueError):
-            continue
-        if document.get("schema") != "pytest-kernelperf-run" or document.get("schema_version") != 1:
+            document = runfile.read(file).data
+        except runfile.RunFileError:  # not a run file (or a damaged one): not a worker's results
             continue
         worker = (document.get("environment") or {}).get("xdist_worker") or "main"
         for entry in document.get("results") or []:

@@ -23,6 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pytest_kernelperf.results import runfile  # noqa: E402  (after the path above)
+
 SLOWDOWNS = (0.0, 0.01, 0.03)
 
 
@@ -39,7 +41,11 @@ def load(paths: list[Path]) -> dict[str, list[float]]:
                         raise SystemExit(f"{path}:{number}: expected an object with kernel and rounds_ms")
                     pools.setdefault(str(row["kernel"]), []).extend(map(float, row["rounds_ms"]))
             continue
-        for result in json.loads(text).get("results", []):
+        try:
+            run = runfile.read(path).data
+        except runfile.RunFileError as exc:
+            raise SystemExit(str(exc)) from None
+        for result in run["results"]:
             timing = result.get("device_time") or {}
             if timing.get("rounds_ms"):
                 key = f"{result['test_id']} on {result['device']} ({result['cache']})"

@@ -251,7 +251,7 @@ def timed_run_data(project: Project) -> dict[str, object]:
     ("change", "where", "problem"),
     [
         ({"method": "Scripted Timer!"}, "device_time.method", "method must be a timer name"),
-        ({"median_ms": -1}, "device_time.median_ms", "median_ms must be a finite positive number, got -1"),
+        ({"median_ms": -1}, "device_time.median_ms", "a time must be a positive number of ms"),
         ({"median_ms": 0.0001}, "device_time.ci_ms", "ci_ms must hold the median"),
         ({"ci_ms": [5.0, 1.0]}, "device_time.ci_ms", "ci_ms must hold the median"),
         ({"n": 0}, "device_time.n", "n must be a positive whole number"),

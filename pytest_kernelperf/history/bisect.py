@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_kernelperf.model.result import Verdict
+from pytest_kernelperf.results import runfile
 from pytest_kernelperf.settings import DEFAULTS
 from pytest_kernelperf.verdict.judge import Rounds
 from pytest_kernelperf.verdict.judge import judge as round_judge
@@ -141,10 +142,20 @@ def run_pytest(
         out.flush()
         subprocess.run(command, cwd=worktree, stdout=out, stderr=subprocess.STDOUT, check=False)
     try:
-        data = json.loads(json_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return runfile.read(json_path).data
+    except runfile.RunFileError as exc:
+        if json_path.exists():  # written, and refused: the log says why
+            with log.open("a", encoding="utf-8") as out:
+                out.write(f"kernelperf bisect: {exc}\n")
         return None
-    return data if isinstance(data, dict) else None
+
+
+def read_run(path: Path) -> dict[str, Any]:
+    """A run file's JSON, through the run file gateway (results/runfile.py)."""
+    try:
+        return runfile.read(path).data
+    except runfile.RunFileError as exc:
+        raise BisectError(str(exc)) from None
 
 
 def judge_main(argv: Sequence[str]) -> int:
@@ -163,7 +174,7 @@ def judge_main(argv: Sequence[str]) -> int:
     if candidate is None:
         status, lines = SKIP, ["pytest wrote no run file"]
     else:
-        status, lines = judge(json.loads(args.good.read_text(encoding="utf-8")), candidate, args.threshold)
+        status, lines = judge(read_run(args.good), candidate, args.threshold)
     verdict = _VERDICTS.get(status, "skipped")
     _remember(args.runs, commit, verdict, lines)
     print(f"{commit[:10]}: {verdict}")
@@ -445,11 +456,11 @@ def _bisect(
         judgements[bad_sha] = ("bad", bad_lines)
     if state.not_narrowed:
         return _not_narrowed(top, state, judgements, good_sha, log, out)
-    bad_run = json.loads((runs / f"{state.bad}.json").read_text(encoding="utf-8"))
+    bad_run = read_run(runs / f"{state.bad}.json")
     first = state.bad
     parent = _git(top, "rev-parse", f"{first}^").stdout.strip()
     before_sha = parent if (runs / f"{parent}.json").exists() else good_sha
-    before_run = json.loads((runs / f"{before_sha}.json").read_text(encoding="utf-8"))
+    before_run = read_run(runs / f"{before_sha}.json")
     subject = _git(top, "log", "-1", "--format=%s", first).stdout.strip()
     print(f"first bad commit: {first} {subject}", file=out)
     lines = explain(before_run, bad_run, before_sha, first, threshold) or explain(

@@ -398,27 +398,30 @@ def analyse_store(
         if backend is None
         else f"custom:{getattr(backend, '__name__', 'backend')}:{params.key()}"
     )
-    if branch is not None:
-        cache_key += f":branch={branch}"
     reports: list[SeriesReport] = []
     fresh: list[tuple[int, int, int, str, Any]] = []
     for sid, key in keys.items():
         if series_filter is not None and not series_filter(key):
             continue
         points = all_points.get(sid)
+        key_of_series = cache_key
         if points and branch is not None:
-            points = [p for p in points if p.branch == branch]
+            on_branch = [p for p in points if p.branch == branch]
+            if len(on_branch) != len(points):  # else the same series, and the same analysis
+                points, key_of_series = on_branch, f"{cache_key}:branch={branch}"
         if not points:
             continue
         if len(points) < MIN_RUNS:
             reports.append(SeriesReport(sid, key, points))
             continue
-        cached = store.cached_analysis(sid, points[-1].run_id, len(points), cache_key)
+        cached = store.cached_analysis(sid, points[-1].run_id, len(points), key_of_series)
         if cached is not None:
             raw = [RawChange(int(i), float(p)) for i, p in cached]
         elif available:
             raw = run_backend([p.value for p in points], params)
-            fresh.append((sid, points[-1].run_id, len(points), cache_key, [[r.index, r.pvalue] for r in raw]))
+            fresh.append(
+                (sid, points[-1].run_id, len(points), key_of_series, [[r.index, r.pvalue] for r in raw])
+            )
         else:
             reports.append(SeriesReport(sid, key, points, analysed=False))
             continue

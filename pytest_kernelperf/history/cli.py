@@ -8,16 +8,21 @@
     history report --html PATH         a self-contained dashboard page
 
 The database is `--db PATH` (default: $KERNELPERF_HISTORY, else .kernelperf/history.sqlite).
-Exit status: 0 on success, 1 when `detect` finds a slowdown, 2 for a usage or file error.
+Exit status: 0 on success, 1 when `detect` finds a slowdown, 2 for a usage or file error (a run
+file the gateway refuses, a damaged database, filters that select nothing). show, detect, export and
+report open the database read-only and leave it unchanged.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
 import os
+import re
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,7 +38,7 @@ from .changepoints import (
     short,
     status_text,
 )
-from .store import HistoryError, HistoryStore, git_info, load_run_file, rev_parse
+from .store import DamagedHistory, HistoryError, HistoryStore, git_info, load_run_file, rev_parse
 
 DEFAULT_DB = Path(".kernelperf") / "history.sqlite"
 ENV_DB = "KERNELPERF_HISTORY"
@@ -111,15 +116,42 @@ def _filters(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class Escaped:
+    """A text stream that shows control characters as escapes (`\\x1b`), so that text stored in a
+    history (test ids, names, environment values) cannot rewrite the terminal or a CI log."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(escape_controls(text))
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+_CONTROLS = re.compile("[\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f]")
+
+
+def escape_controls(text: str) -> str:
+    """Every control character but the line break as a Python escape."""
+    return _CONTROLS.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    out = out or sys.stdout
+    return _run(args, Escaped(out or sys.stdout))
+
+
+def _run(args: argparse.Namespace, out: Any) -> int:
     db = args.db or default_db()
     try:
         if args.history_command == "import":
             return _import(args, db, out)
         if not db.exists():
             raise HistoryError(f"{db}: no such history database (create it with `history import RUN.json`)")
-        with HistoryStore(db, create=False) as store:
+        # Only prune writes: the others read the file and leave it as it is (also on a read-only
+        # file system); the change points they find are cached by `import`.
+        with HistoryStore(db, create=False, read_only=args.history_command != "prune") as store:
             if args.history_command == "show":
                 return _show(args, store, out)
             if args.history_command == "detect":
@@ -132,8 +164,14 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 return _export(args, store, out)
             if args.history_command == "report":
                 return _report(args, store, out)
+    except DamagedHistory as exc:
+        print(f"error: {db}: a damaged history database: {exc}", file=Escaped(sys.stderr))
+        return 2
     except (HistoryError, ChangePointsUnavailable) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc}", file=Escaped(sys.stderr))
+        return 2
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # damaged pages, tables or text
+        print(f"error: {db}: a damaged history database ({exc})", file=Escaped(sys.stderr))
         return 2
     raise AssertionError(args.history_command)
 
@@ -145,16 +183,24 @@ def _import(args: argparse.Namespace, db: Path, out: TextIO) -> int:
         if info is not None:
             commit, branch = info[0], branch or info[1]
     runs = [(path, load_run_file(path)) for path in args.runs]  # every file checked before any is stored
-    if db.parent != Path(""):
-        db.parent.mkdir(parents=True, exist_ok=True)
-    with HistoryStore(db) as store:
+    with HistoryStore(db) as store:  # makes the folder
+        stored = False
         for path, data in runs:
             done = store.ingest(data, commit=commit, branch=branch, source=str(path))
+            stored |= done.new
             if done.new:
                 at = f" at {short(commit)}" if commit else ""
                 print(f"stored {path} as run {done.run_id}{at}: {done.measurements} measurements", file=out)
             else:
                 print(f"already stored: {path} (run {done.run_id})", file=out)
+        if stored:
+            # The reading commands never write: the change points of the whole history, and of the
+            # runs' branch, are found and cached here (where Otava is installed).
+            with contextlib.suppress(
+                HistoryError, sqlite3.Error, UnicodeDecodeError
+            ):  # stored; the cache can wait
+                for on_branch in dict.fromkeys((None, branch)):
+                    analyse_store(store, Params(), require=False, branch=on_branch)
     return 0
 
 
@@ -167,6 +213,30 @@ def _select(args: argparse.Namespace) -> Any:
         )
 
     return keep
+
+
+def _require_match(args: argparse.Namespace, store: HistoryStore, reports: Sequence[SeriesReport]) -> None:
+    """Filters that select nothing are a usage error, with the values the history has: a CI gate
+    whose `--branch main` meets a `master` history must not pass as if the history were clean."""
+    given = [
+        f"--{name} {getattr(args, name)}" for name in ("test", "device", "branch") if getattr(args, name)
+    ]
+    if reports or not given:
+        return
+    series = [key for key in store.series().values() if args.metric in ("all", key.metric)]
+
+    def listed(values: set[str], most: int = 8) -> str:
+        if not values:
+            return "none"
+        shown = sorted(values)
+        return ", ".join(shown[:most]) + (f", ... ({len(shown)} in all)" if len(shown) > most else "")
+
+    branches = {str(run["branch"]) if run["branch"] else "(none)" for run in store.runs()}
+    raise HistoryError(
+        f"{store.path}: no series matches {' '.join(given)} ({store.run_count()} runs; "
+        f"branches: {listed(branches)}; devices: {listed({k.device for k in series})}; "
+        f"tests: {listed({k.test for k in series})})"
+    )
 
 
 def _fmt_ms(ms: float) -> str:
@@ -190,6 +260,7 @@ def _table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
 
 def _show(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
     reports = analyse_store(store, Params(), require=False, series_filter=_select(args), branch=args.branch)
+    _require_match(args, store, reports)
     if args.no_detect is False and any(not r.analysed for r in reports):
         print("note: change points not computed: " + str(ChangePointsUnavailable()), file=out)
     print(f"kernelperf history: {store.run_count()} runs, {len(reports)} series in {store.path}", file=out)
@@ -233,6 +304,7 @@ def _detect(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
                 raise HistoryError(f"{store.path}: no stored run at commit {args.since!r}{where}")
         after_run = ids[-1]
     reports = analyse_store(store, Params(), require=True, series_filter=_select(args), branch=args.branch)
+    _require_match(args, store, reports)
     order = {r["id"]: i for i, r in enumerate(store.runs())}
     found: list[tuple[SeriesReport, ChangePoint]] = []
     for report in reports:
@@ -276,6 +348,16 @@ EXPORT_COLUMNS = (
 )
 
 
+# What a spreadsheet reads as the start of a formula (OWASP, "CSV Injection").
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A text cell that a spreadsheet would run as a formula, made inert with a leading apostrophe
+    (numbers are written as they are)."""
+    return f"'{value}" if isinstance(value, str) and value.startswith(_FORMULA_START) else value
+
+
 def _export(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
     target: Path = args.csv or args.json
     buffer = io.StringIO()
@@ -286,7 +368,9 @@ def _export(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
         for row in rows:
             writer.writerow(
                 [
-                    json.dumps(row[c]) if isinstance(row[c], list) else ("" if row[c] is None else row[c])
+                    json.dumps(row[c])
+                    if isinstance(row[c], list)
+                    else ("" if row[c] is None else csv_cell(row[c]))
                     for c in EXPORT_COLUMNS
                 ]
             )
@@ -309,6 +393,7 @@ def _report(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
     from .dashboard import render
 
     reports = analyse_store(store, Params(), require=False, series_filter=_select(args), branch=args.branch)
+    _require_match(args, store, reports)
     page = render(reports, title=args.title, base=args.html.parent.resolve())
     try:
         args.html.parent.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,8 @@
 """The history store: every run file ingested into one SQLite database, one row per measurement.
 
-A run is what `pytest --kernelperf --kernelperf-json=PATH` writes (docs/json-schema.md); this module
-reads only that JSON dict, never the package's own types, so that it can ingest files written by
-other versions of the plugin. Each result gives one measurement per metric (`device_time`,
+A run is what `pytest --kernelperf --kernelperf-json=PATH` writes (docs/json-schema.md), checked by
+the run file gateway (`results/runfile.py`, which upgrades older versions in one place); this module
+stores that JSON dict as written. Each result gives one measurement per metric (`device_time`,
 `host_latency`) in a *series*: (test, name, device, cache mode, metric).
 
 Several CI jobs may append to one file at once: the database is in WAL mode, every write is one
@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import random
 import sqlite3
 import subprocess
@@ -30,9 +31,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pytest_kernelperf.model.names import METRICS, RUN_SCHEMA
+from pytest_kernelperf.model.names import METRICS
+from pytest_kernelperf.results import runfile
 
-RUN_SCHEMA_VERSIONS = (1,)
 MAX_QUANTILES = 32
 BUSY_TIMEOUT_MS = 30_000
 WRITE_ATTEMPTS = 20
@@ -42,6 +43,11 @@ T = TypeVar("T")
 
 class HistoryError(Exception):
     """A history database or run file that cannot be used; the message names the file."""
+
+
+class DamagedHistory(HistoryError):
+    """What a history database holds is not what this module writes (edited by hand, or written by
+    something else): the message says where; the caller names the file."""
 
 
 # --- schema --------------------------------------------------------------------------------------
@@ -152,12 +158,26 @@ class Point:
     def inventory(self) -> tuple[Mapping[str, Any], ...] | None:
         """The kernel inventory (name, launches, share, ms, code per kernel), None when not recorded."""
         if isinstance(self.kernels, str):
-            return tuple(json.loads(self.kernels))
+            kernels = _json(self.kernels, f"the measurement of run {self.run_id}", "kernels")
+            if not isinstance(kernels, list):
+                raise DamagedHistory(f"the measurement of run {self.run_id}: kernels is not a list")
+            return tuple(kernels)
         return self.kernels
 
     def rounds(self) -> tuple[float, ...]:
         """The per-round location estimates, in ms (the median alone when the run gave none)."""
-        return _float_list(self.rounds_ms) if isinstance(self.rounds_ms, str) else self.rounds_ms
+        if not isinstance(self.rounds_ms, str):
+            return self.rounds_ms
+        try:
+            rounds = _float_list(self.rounds_ms)
+        except ValueError:
+            rounds = ()
+        if not rounds or not all(_MIN_MS <= r <= _MAX_MS for r in rounds):
+            raise DamagedHistory(
+                f"the measurement of run {self.run_id}: rounds_ms {self.rounds_ms[:40]!r} is not a list "
+                "of times"
+            )
+        return rounds
 
     @property
     def value(self) -> float:
@@ -233,17 +253,11 @@ def quantiles(samples: Sequence[float], count: int = MAX_QUANTILES) -> list[floa
 
 
 def validate_run(run: Any, source: str) -> None:
-    if not isinstance(run, dict):
-        raise HistoryError(f"{source}: expected a JSON object (a pytest-kernelperf run file)")
-    if run.get("schema") != RUN_SCHEMA:
-        raise HistoryError(f"{source}: not a pytest-kernelperf run file (schema {run.get('schema')!r})")
-    if run.get("schema_version") not in RUN_SCHEMA_VERSIONS:
-        raise HistoryError(
-            f"{source}: run file schema_version {run.get('schema_version')!r} is not readable "
-            f"(reads {', '.join(map(str, RUN_SCHEMA_VERSIONS))})"
-        )
-    if not isinstance(run.get("results"), list):
-        raise HistoryError(f"{source}: 'results' is not a list")
+    """The run file gateway's one validation (results/runfile.py), with a HistoryError."""
+    try:
+        runfile.check(run, source)
+    except runfile.RunFileError as exc:
+        raise HistoryError(str(exc)) from None
 
 
 def _measurements(run: Mapping[str, Any]) -> Iterator[tuple[SeriesKey, dict[str, Any]]]:
@@ -303,7 +317,7 @@ def _measurements(run: Mapping[str, Any]) -> Iterator[tuple[SeriesKey, dict[str,
                 nbytes = throughput.get("bytes")
                 if isinstance(nbytes, int) and not isinstance(nbytes, bool) and nbytes > 0 and median > 0:
                     row["bytes"] = nbytes
-                    row["gb_per_s"] = nbytes / (median * 1e-3) / 1e9
+                    row["gb_per_s"] = nbytes / (median * 1e-3) / 1e9  # finite: times are at least MIN_MS
                     peak = peaks.get(device)
                     peak_gbps = _number(peak.get("gb_per_s")) if isinstance(peak, dict) else None
                     peak_gbps = peak_gbps or _number(throughput.get("peak_gb_per_s"))
@@ -364,19 +378,34 @@ def _retry(action: Callable[[], T], what: str, attempts: int = WRITE_ATTEMPTS) -
 
 
 class HistoryStore:
-    """A history database (created on first use). Use as a context manager, or call close()."""
+    """A history database (created on first use). Use as a context manager, or call close().
 
-    def __init__(self, path: Path | str, *, create: bool = True) -> None:
+    With `read_only`, the database is opened for reading only (SQLite's `mode=ro`, or `immutable=1`
+    where not even the WAL's shared-memory file can be made, as on a read-only file system): nothing
+    in the file changes, no schema upgrade, no switch to WAL, no cached change points written."""
+
+    def __init__(self, path: Path | str, *, create: bool = True, read_only: bool = False) -> None:
         self.path = Path(path)
-        if not create and not self.path.exists():
+        self.read_only = read_only
+        if (read_only or not create) and not self.path.exists():
             raise HistoryError(f"{self.path}: no such history database")
-        if not create and self.path.is_file() and self.path.stat().st_size == 0:
+        if (read_only or not create) and self.path.is_file() and self.path.stat().st_size == 0:
             # A reader must not turn an empty file into a database.
             raise HistoryError(f"{self.path}: an empty file, not a history database yet")
+        if read_only:
+            self.db = self._open_read_only()
+            return
+        if create and not self.path.parent.is_dir():
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise HistoryError(
+                    f"{self.path}: cannot make its folder {self.path.parent}: {exc.strerror or exc}"
+                ) from None
         try:
             self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         except sqlite3.Error as exc:
-            raise HistoryError(f"{self.path}: cannot open the history database: {exc}") from None
+            raise HistoryError(f"{self.path}: cannot open the history database: {self._why(exc)}") from None
         try:
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self.db.execute("PRAGMA foreign_keys = ON")
@@ -386,12 +415,76 @@ class HistoryStore:
                 raise HistoryError(f"{self.path}: cannot switch the database to WAL mode (got {mode})")
             self.db.execute("PRAGMA synchronous = NORMAL")
             self._migrate()
-        except sqlite3.DatabaseError as exc:
+        except UnicodeDecodeError as exc:  # text in the file that is not UTF-8
             self.db.close()
             raise HistoryError(f"{self.path}: not a history database ({exc})") from None
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise HistoryError(f"{self.path}: {self._why(exc)}") from None
         except HistoryError:
             self.db.close()
             raise
+
+    def _why(self, exc: sqlite3.Error) -> str:
+        """What is wrong, in words: SQLite says "unable to open database file" for a missing folder
+        and for a file it may not write alike."""
+        text = str(exc)
+        folder = self.path.parent
+        if not folder.is_dir():
+            return f"its folder {folder} does not exist"
+        if not _writable(folder) or (self.path.exists() and not _writable(self.path)):
+            return (
+                f"cannot be written: the file or its folder is read-only ({text}); reading commands "
+                "(history show, detect, export, report) can still read it"
+            )
+        if "unable to open" in text.lower():
+            return f"cannot open the history database: {text}"
+        return f"not a history database ({text})"
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        uri = self.path.resolve().as_uri()
+        db: sqlite3.Connection | None = None
+        problem: Exception | None = None
+        # mode=ro reads a WAL database while others write it, but needs its -shm file (made when
+        # the folder is writable); immutable=1 reads a file that nothing can change.
+        for query in ("?mode=ro", "?mode=ro&immutable=1"):
+            try:
+                db = sqlite3.connect(
+                    uri + query, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
+                )
+                db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                version = int(db.execute("PRAGMA user_version").fetchone()[0])
+                db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+                break
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+                if db is not None:
+                    db.close()
+                db, problem = None, exc
+                if "unable to open" not in str(exc).lower():
+                    break
+        if db is None:
+            assert problem is not None
+            text = str(problem)
+            if "unable to open" in text.lower():
+                raise HistoryError(f"{self.path}: cannot open the history database for reading: {text}")
+            raise HistoryError(f"{self.path}: not a history database ({text})")
+        self.db = db
+        try:
+            self._refuse_foreign_database()
+            if version > SCHEMA_VERSION:
+                raise HistoryError(
+                    f"{self.path}: history schema version {version} was written by a newer "
+                    f"pytest-kernelperf (this one reads up to {SCHEMA_VERSION})"
+                )
+            if version == 0:
+                raise HistoryError(f"{self.path}: an empty database, not a history yet")
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+            db.close()
+            raise HistoryError(f"{self.path}: not a history database ({exc})") from None
+        except HistoryError:
+            db.close()
+            raise
+        return db
 
     def __enter__(self) -> HistoryStore:
         return self
@@ -405,6 +498,9 @@ class HistoryStore:
     # transactions
 
     def _write(self, action: Callable[[sqlite3.Connection], T], what: str) -> T:
+        if self.read_only:
+            raise HistoryError(f"{self.path}: {what}: the history was opened for reading only")
+
         def attempt() -> T:
             self.db.execute("BEGIN IMMEDIATE")
             try:
@@ -458,7 +554,7 @@ class HistoryStore:
 
     def append_run(
         self,
-        run: Mapping[str, Any],
+        run: Mapping[str, Any] | runfile.CheckedRun,
         *,
         commit: str | None = None,
         branch: str | None = None,
@@ -469,14 +565,19 @@ class HistoryStore:
 
     def ingest(
         self,
-        run: Mapping[str, Any],
+        run: Mapping[str, Any] | runfile.CheckedRun,
         *,
         commit: str | None = None,
         branch: str | None = None,
         source: str | None = None,
     ) -> Ingest:
+        """Store a run: its parsed JSON, checked here by the run file gateway, or a CheckedRun that
+        the gateway made."""
         where = source or "<run>"
-        validate_run(run, where)
+        if isinstance(run, runfile.CheckedRun):
+            run = run.data
+        else:
+            validate_run(run, where)
         try:
             digest = canonical_digest(run)
         except (TypeError, ValueError) as exc:
@@ -557,14 +658,22 @@ class HistoryStore:
             "(SELECT COUNT(*) FROM measurements m WHERE m.run_id = r.id) FROM runs r ORDER BY r.created, r.id"
         ).fetchall()
         keys = ("id", "created", "commit", "branch", "source", "measurements")
-        return [dict(zip(keys, row, strict=True)) for row in rows]
+        out = [dict(zip(keys, row, strict=True)) for row in rows]
+        for run in out:
+            _plain(run, f"run {run['id']}")
+        return out
 
     def series(self) -> dict[int, SeriesKey]:
         rows = self.db.execute(
             "SELECT id, test, name, device, cache, metric FROM series "
             "ORDER BY test, name, device, cache, metric"
         )
-        return {int(row[0]): SeriesKey(*row[1:]) for row in rows}
+        out = {}
+        for sid, *fields in rows:
+            if not all(isinstance(f, str) for f in fields):
+                raise DamagedHistory(f"series {sid}: its test, name, device, cache or metric is not text")
+            out[int(sid)] = SeriesKey(*fields)
+        return out
 
     def recent_rounds(
         self, key: SeriesKey, *, method: str, verdict: str, since: str, limit: int
@@ -594,13 +703,19 @@ class HistoryStore:
         ]
 
     def points(self, series_id: int | None = None) -> dict[int, list[Point]]:
-        """Series id -> its points in run order (created time, then ingestion); all series by default."""
-        runs: dict[int, tuple[str, str | None, str | None, dict[str, dict[str, str]]]] = {
-            int(rid): (created, commit, branch, json.loads(devices))
-            for rid, created, commit, branch, devices in self.db.execute(
-                "SELECT id, created, commit_sha, branch, devices FROM runs"
+        """Series id -> its points in run order (created time, then ingestion); all series by default.
+        DamagedHistory when a row is not what `ingest` writes."""
+        runs: dict[int, tuple[str, str | None, str | None, dict[str, dict[str, str]]]] = {}
+        for rid, created, commit, branch, devices in self.db.execute(
+            "SELECT id, created, commit_sha, branch, devices FROM runs"
+        ):
+            where = f"run {rid}"
+            runs[int(rid)] = (
+                _text(created, where, "created"),
+                _optional_text(commit, where, "commit_sha"),
+                _optional_text(branch, where, "branch"),
+                _environments(devices, where),
             )
-        }
         # Run order is (created, id); read in primary-key order (series, run id) with no join or sort,
         # and sort a series only when run ids are not already in run order.
         ranked = sorted(runs, key=lambda r: (runs[r][0], r))
@@ -617,31 +732,43 @@ class HistoryStore:
         out: dict[int, list[Point]] = {}
         decoded: dict[str, Any] = {}  # kernels, autotune and artefacts repeat from run to run
 
-        def decode(text: str) -> Any:
+        def decode(text: Any, at: str, field: str) -> Any:
+            if not isinstance(text, str):
+                raise DamagedHistory(f"{at}: {field} is {_kind(text)}, not JSON text")
             value = decoded.get(text)
             if value is None:
-                value = decoded[text] = json.loads(text)
+                value = decoded[text] = _json(text, at, field)
             return value
 
         for sid, rid, median, value, rounds, verdict, kernels, autotune, ratio, peak, arts in rows:
+            at = f"the measurement of run {rid} in series {sid}"
+            if rid not in runs or sid not in devices_of:
+                raise DamagedHistory(f"{at}: its {'run' if rid not in runs else 'series'} is missing")
             created, commit, branch, devices = runs[rid]
-            device = devices_of[sid]
+            tuned = None if autotune is None else decode(autotune, at, "autotune")
+            artifacts = decode(arts, at, "artifacts")
+            if not (tuned is None or isinstance(tuned, dict)) or not (
+                isinstance(artifacts, list) and all(isinstance(a, str) for a in artifacts)
+            ):
+                raise DamagedHistory(f"{at}: autotune or artifacts not as written")
+            if not isinstance(rounds, str) or not (kernels is None or isinstance(kernels, str)):
+                raise DamagedHistory(f"{at}: rounds_ms or kernels is not JSON text")
             out.setdefault(sid, []).append(
                 Point(
                     run_id=rid,
                     created=created,
                     commit=commit,
                     branch=branch,
-                    median_ms=median,
+                    median_ms=_time(median, at, "median_ms"),
                     rounds_ms=rounds,
-                    value_ms=value,
-                    verdict=verdict,
+                    value_ms=_time(value, at, "value_ms"),
+                    verdict=_optional_text(verdict, at, "verdict"),
                     kernels=kernels,
-                    autotune=None if autotune is None else decode(autotune),
-                    environment=devices.get(device, _NO_ENV),
-                    reference_ratio=ratio,
-                    peak_fraction=peak,
-                    artifacts=tuple(decode(arts)),
+                    autotune=tuned,
+                    environment=devices.get(str(devices_of[sid]), _NO_ENV),
+                    reference_ratio=_optional_figure(ratio, at, "reference_ratio"),
+                    peak_fraction=_optional_figure(peak, at, "peak_fraction"),
+                    artifacts=tuple(artifacts),
                 )
             )
         if not in_order:
@@ -663,16 +790,20 @@ class HistoryStore:
         names[0], names[2] = "run_id", "commit"
         for row in cursor:
             item = dict(zip(names, row, strict=True))
+            _plain(item, f"the measurement of run {item['run_id']}")
             for key in ("rounds_ms", "quantiles_ms", "kernels", "autotune", "artifacts"):
                 if item[key] is not None:
-                    item[key] = json.loads(item[key])
+                    item[key] = _json(item[key], f"the measurement of run {item['run_id']}", key)
             yield item
 
     def peaks(self) -> dict[str, float]:
         """Device name -> its latest measured copy bandwidth in GB/s, across stored runs."""
         out: dict[str, float] = {}
-        for (peaks,) in self.db.execute("SELECT peaks FROM runs ORDER BY created, id"):
-            for device, peak in json.loads(peaks).items():
+        for rid, peaks in self.db.execute("SELECT id, peaks FROM runs ORDER BY created, id"):
+            stored = _json(peaks, f"run {rid}", "peaks")
+            if not isinstance(stored, dict):
+                raise DamagedHistory(f"run {rid}: peaks is not an object")
+            for device, peak in stored.items():
                 value = _number(peak.get("gb_per_s")) if isinstance(peak, dict) else None
                 if value:
                     out[device] = value
@@ -681,15 +812,27 @@ class HistoryStore:
     # change point cache
 
     def cached_analysis(self, series_id: int, last_run_id: int, runs: int, params: str) -> Any | None:
+        if self.read_only and self.schema_version < 2:  # not upgraded, so no cache yet
+            return None
         row = self.db.execute(
             "SELECT result FROM analyses WHERE series_id = ? AND last_run_id = ? AND runs = ? AND params = ?",
             (series_id, last_run_id, runs, params),
         ).fetchone()
-        return None if row is None else json.loads(row[0])
+        if row is None:
+            return None
+        try:
+            found = json.loads(row[0])
+        except (TypeError, ValueError):
+            return None  # a damaged cache entry: detected again
+        pairs = isinstance(found, list) and all(
+            isinstance(c, list) and len(c) == 2 and all(_is_number(v) for v in c) for c in found
+        )
+        return found if pairs else None
 
     def cache_analyses(self, items: Sequence[tuple[int, int, int, str, Any]]) -> None:
-        """Store (series id, last run id, runs, params, result) rows; best effort under contention."""
-        if not items:
+        """Store (series id, last run id, runs, params, result) rows; best effort under contention.
+        Nothing is stored in a history opened for reading only."""
+        if not items or self.read_only:
             return
 
         def action(db: sqlite3.Connection) -> None:
@@ -727,6 +870,68 @@ class HistoryStore:
 _NO_ENV: dict[str, str] = {}
 
 
+_MIN_MS, _MAX_MS = runfile.MIN_MS, runfile.MAX_MS
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _json(text: Any, at: str, field: str) -> Any:
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        raise DamagedHistory(f"{at}: {field} is not JSON ({str(text)[:40]!r})") from None
+
+
+def _plain(row: Mapping[str, Any], at: str) -> None:
+    """A row as `ingest` writes it holds text, whole numbers, finite numbers and nulls only."""
+    for name, value in row.items():
+        if not (value is None or isinstance(value, (str, int)) or _is_number(value)):
+            raise DamagedHistory(f"{at}: {name} is {value!r}, not what import writes")
+
+
+def _text(value: Any, at: str, field: str) -> str:
+    if not isinstance(value, str):
+        raise DamagedHistory(f"{at}: {field} is {_kind(value)}, not text")
+    return value
+
+
+def _optional_text(value: Any, at: str, field: str) -> str | None:
+    return None if value is None else _text(value, at, field)
+
+
+def _time(value: Any, at: str, field: str) -> float:
+    """A stored time: what `ingest` stores passed the run file gateway's bounds."""
+    if not _is_number(value) or not _MIN_MS <= value <= _MAX_MS:
+        raise DamagedHistory(f"{at}: {field} is {value!r}, not a time in ms")
+    return float(value)
+
+
+def _optional_figure(value: Any, at: str, field: str) -> float | None:
+    if value is not None and not _is_number(value):
+        raise DamagedHistory(f"{at}: {field} is {value!r}, not a finite number")
+    return None if value is None else float(value)
+
+
+def _environments(text: Any, at: str) -> dict[str, dict[str, str]]:
+    devices = _json(text, at, "devices")
+    if not isinstance(devices, dict) or not all(
+        isinstance(env, dict) and all(isinstance(v, str) for v in env.values()) for env in devices.values()
+    ):
+        raise DamagedHistory(f"{at}: devices is not an object of environments")
+    return devices
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write `path` (False on a read-only file system, also for root)."""
+    return os.access(path, os.W_OK)
+
+
 def _float_list(text: str) -> tuple[float, ...]:
     """A JSON list of numbers as this module writes it, read faster than json.loads."""
     inner = text[1:-1]
@@ -755,18 +960,10 @@ _ROW_FIELDS = (
 )
 
 
-def load_run_file(path: Path) -> dict[str, Any]:
-    """The parsed JSON of a run file; HistoryError naming the file when it cannot be used."""
+def load_run_file(path: Path) -> runfile.CheckedRun:
+    """A run file read through the run file gateway (`ingest` takes it without checking it again);
+    HistoryError naming the file and the field when it cannot be used."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise HistoryError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HistoryError(f"{path}: cannot be read: {exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise HistoryError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    validate_run(data, str(path))
-    assert isinstance(data, dict)
-    return data
+        return runfile.read(path)
+    except runfile.RunFileError as exc:
+        raise HistoryError(str(exc)) from None

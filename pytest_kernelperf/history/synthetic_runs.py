@@ -58,7 +58,7 @@ def result(
         else {
             "method": "cupti",
             "median_ms": median_ms / reference_ratio,
-            "ci_ms": [0.0, 1.0],
+            "ci_ms": [median_ms / reference_ratio * 0.999, median_ms / reference_ratio * 1.001],
             "samples_ms": [median_ms / reference_ratio],
             "ratio": reference_ratio,
             "max_ratio": 2.0,
@@ -76,7 +76,7 @@ def result(
                 "median_ms": median_ms,
                 "ci_ms": [median_ms * 0.999, median_ms * 1.001],
                 "n": samples,
-                "quantiles_ms": sorted(samples_ms)[::4],
+                "quantiles_ms": _quantiles([*samples_ms, median_ms]),
             },
             "host_latency": None,
             "kernels": None
@@ -92,6 +92,12 @@ def result(
     if autotune is not None:
         out["autotune"] = autotune
     return out
+
+
+def _quantiles(values: Sequence[float]) -> list[float]:
+    """Every fourth value in order, and the largest: a stored entry's quantiles hold its median."""
+    ordered = sorted(values)
+    return ordered[::4] + ([ordered[-1]] if (len(ordered) - 1) % 4 else [])
 
 
 def run(

@@ -119,7 +119,7 @@ class KernelperfSession:
         from pytest_kernelperf.history.store import HistoryError, HistoryStore  # only with a history
 
         try:
-            return HistoryStore(path, create=False)
+            return HistoryStore(path, read_only=True)
         except HistoryError:
             return None
 

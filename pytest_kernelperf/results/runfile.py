@@ -72,6 +72,11 @@ def _num(value: float | None) -> float | None:
     return value if value is None or math.isfinite(value) else None
 
 
+def _escaped(text: str) -> str:
+    """Free text with the control characters that a reader refuses (`_BAD_TEXT`) as escapes."""
+    return _BAD_TEXT.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
 def _comparison(comparison: Comparison | None) -> dict[str, Any] | None:
     if comparison is None:
         return None
@@ -200,7 +205,7 @@ def result_to_dict(result: BenchResult, peak: Peak | None = None) -> dict[str, A
             "peak_fraction": _num(fig.peak_fraction),  # derived
         },
         "baseline_entry": _entry(result.entry),
-        "notes": list(result.notes),
+        "notes": [_escaped(note) for note in result.notes],  # may quote an exception's text
         "artifacts": list(result.artifacts),
         "wall_s": result.wall_s,
         "device_index": result.device_index,
@@ -377,6 +382,9 @@ def _kind(value: Any) -> str:
 def _comparison_from(reader: _Reader | None) -> Comparison | None:
     if reader is None:
         return None
+    tested = reader.raw("p_value", None) is not None and reader.raw("level", None) is not None
+    if tested and reader.raw("alpha", None) is None:  # the evidence quotes it
+        raise reader.fail("alpha", "missing: a comparison with a p_value and a level was held to an alpha")
     return Comparison(
         verdict=reader.verdict("verdict"),
         ratio=reader.number("ratio", optional=True),
@@ -461,6 +469,14 @@ def result_from_dict(data: Any, source: str = "<json>", where: str = "result") -
     throughput = reader.child("throughput", optional=True)
     bytes_ = throughput.whole("bytes", optional=True) if throughput else None
     flops = throughput.whole("flops", optional=True) if throughput else None
+    for what, count in (("bytes", bytes_), ("flops", flops)):
+        if throughput is not None and count is not None and count < 0:
+            raise throughput.fail(what, f"expected a count of zero or more, got {count}")
+    if timing is not None and timing.raw("samples_ms", None) and not timing.text("method", optional=True):
+        raise timing.fail("method", "missing for a timed result (it has samples_ms)")
+    wall_s = reader.number("wall_s", optional=True) or 0.0
+    if wall_s < 0:
+        raise reader.fail("wall_s", f"expected seconds of zero or more, got {wall_s!r}")
     return BenchResult(
         nodeid=reader.req_text("nodeid"),
         name=reader.text("name", optional=True),
@@ -482,7 +498,7 @@ def result_from_dict(data: Any, source: str = "<json>", where: str = "result") -
         bytes=bytes_,
         flops=flops,
         artifacts=reader.texts("artifacts"),
-        wall_s=reader.number("wall_s", optional=True) or 0.0,
+        wall_s=wall_s,
         bytes_inferred=throughput.flag("bytes_inferred") if throughput else False,
         ratio=_ratio_from(reader.child("reference", optional=True)),
         baseline_ci_ms=baseline.pair("ci_ms", optional=True) if baseline else None,
@@ -564,15 +580,174 @@ def run_from_dict(data: Any, source: str = "<json>") -> RunReport:
     )
 
 
-def loads(text: str, source: str = "<json>") -> RunReport:
+# --- the gateway: every reader of a run file goes through `read` (or `check` for a dict in hand) ---
+
+MAX_DEPTH = 32  # a run file written by the plugin nests about 8 levels deep
+MAX_WHOLE = 2**63 - 1  # a whole number beyond 64 bits is no count, size or index
+# A time is between a picosecond and about 32 years: anything else is no measurement, and within
+# these bounds sums, ratios and their squares over any run file stay finite.
+MIN_MS, MAX_MS = 1e-9, 1e12
+READABLE_VERSIONS = (SCHEMA_VERSION,)
+# Free text (notes, reasons, kernel code) may hold tabs and line breaks; no other control character
+# (ANSI escapes rewrite a terminal) and no lone surrogate (not writable as UTF-8) is allowed.
+_BAD_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+# The fields that name a measurement (and are printed in one line of a table): no control at all.
+_BAD_NAME = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_NAME_FIELDS = frozenset({"nodeid", "name", "module", "test_id", "device", "cache"})
+
+
+class _OutOfRange:
+    """A number of the text that JSON allows and this schema does not (NaN, Infinity, 1e400, a
+    100-digit integer): kept by the parser, refused with its path by `_check_values`."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text if len(text) <= 24 else f"{text[:20]}... ({len(text)} characters)"
+
+
+def _parse_float(text: str) -> float | _OutOfRange:
+    value = float(text)
+    return value if math.isfinite(value) else _OutOfRange(text)
+
+
+def _parse_int(text: str) -> int | _OutOfRange:
+    # Decided on the text first: Python refuses to convert more than 4300 digits at all.
+    if len(text.lstrip("-")) > 19 or abs(value := int(text)) > MAX_WHOLE:
+        return _OutOfRange(text)
+    return value
+
+
+def _parse_json(text: str, source: str) -> Any:
     try:
-        data = json.loads(text)
+        return json.loads(text, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_OutOfRange)
     except json.JSONDecodeError as exc:
         raise RunFileError(source, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
-    return run_from_dict(data, source)
+    except RecursionError:
+        raise RunFileError(
+            source, "", f"not a run file: JSON nested more than {MAX_DEPTH} levels deep"
+        ) from None
 
 
-def load(path: Path) -> RunReport:
+_PLAIN = frozenset({dict, list, str, float, int, bool, type(None), _OutOfRange})
+_Node = tuple[Any, int, str, Any]  # a value, its depth, the name of its field, (parent node, key)
+
+
+def _where(node: _Node) -> str:
+    """The JSON path of a node (built only for an error: most files have none)."""
+    keys: list[str | int] = []
+    while node[3] is not None:
+        node, key = node[3]
+        keys.append(key)
+    out = ""
+    for key in reversed(keys):
+        out = f"{out}[{key}]" if isinstance(key, int) else (f"{out}.{key}" if out else key)
+    return out
+
+
+def _number_problem(value: int | float, timed: bool) -> str | None:
+    if type(value) is int and abs(value) > MAX_WHOLE:
+        return f"{value} is out of range (a whole number of 64 bits is expected)"
+    if not math.isfinite(value):
+        return f"{value!r} is not a finite number"
+    if timed and not MIN_MS <= value <= MAX_MS:
+        return f"a time must be a positive number of ms from {MIN_MS:g} to {MAX_MS:g}, got {value!r}"
+    return None
+
+
+def _check_values(data: Any, source: str) -> None:
+    """What no field of a run file may hold, whatever its name: nesting beyond MAX_DEPTH, a number
+    that is not finite or beyond 64 bits, a time (a field ending in `_ms`, or an item of a list so
+    named) outside MIN_MS to MAX_MS, control characters or lone surrogates in text. Iterative, so
+    that no depth of input can exhaust the stack; a list of numbers is checked in one loop."""
+    stack: list[_Node] = [(data, 1, "", None)]
+    while stack:
+        node = stack.pop()
+        value, depth, name, _ = node
+        kind: type = type(value)
+        if kind not in _PLAIN:  # a subclass or a tuple, in a document built in this process
+            kind = next((k for k in (bool, list, dict, str, float, int) if isinstance(value, k)), kind)
+            kind = list if isinstance(value, tuple) else kind
+        if kind is dict or kind is list:
+            if depth > MAX_DEPTH:
+                raise RunFileError(source, _where(node), f"nested more than {MAX_DEPTH} levels deep")
+            if kind is list:
+                timed = name.endswith("_ms")
+                for index, item in enumerate(value):
+                    if type(item) is float or type(item) is int:
+                        problem = _number_problem(item, timed)
+                        if problem:
+                            raise RunFileError(
+                                source, _where((item, depth + 1, name, (node, index))), problem
+                            )
+                    else:
+                        stack.append((item, depth + 1, name, (node, index)))
+                continue
+            for key, item in value.items():
+                if isinstance(key, str) and _BAD_TEXT.search(key):
+                    raise RunFileError(source, _where(node), f"a key with a control character: {key!r}")
+                stack.append((item, depth + 1, str(key), (node, key)))
+        elif kind is str:
+            bad = (_BAD_NAME if name in _NAME_FIELDS else _BAD_TEXT).search(value)
+            if bad:
+                raise RunFileError(
+                    source,
+                    _where(node),
+                    f"a control character {bad.group()!r} in {value[:60]!r} (not allowed here)",
+                )
+        elif kind is float or kind is int:
+            problem = _number_problem(value, name.endswith("_ms"))
+            if problem:
+                raise RunFileError(source, _where(node), problem)
+        elif kind is _OutOfRange:
+            raise RunFileError(
+                source,
+                _where(node),
+                f"{value.text} is out of range (a number must be finite, a whole number within 64 bits)",
+            )
+        elif not (kind is bool or value is None):
+            raise RunFileError(source, _where(node), f"{_kind(value)} is not a JSON value")
+
+
+@dataclass(frozen=True)
+class CheckedRun:
+    """A run file that passed the one validation: its JSON (as written, for readers of the dict such
+    as the history) and the run it describes."""
+
+    data: dict[str, Any]
+    report: RunReport
+
+
+def check(data: Any, source: str = "<json>") -> CheckedRun:
+    """The one validation of a run file's parsed JSON, shared by every reader (compare, merge,
+    report, update-baselines, the history's import, bisect, the studies): the schema and its
+    version, every field's type (`run_from_dict`), and `_check_values`. RunFileError names the file
+    and the field."""
+    if not isinstance(data, dict):
+        raise RunFileError(source, "", f"expected an object, got {_kind(data)}")
+    if data.get("schema") != SCHEMA:
+        raise RunFileError(
+            source, "schema", f"not a pytest-kernelperf run file (schema {data.get('schema')!r})"
+        )
+    version = data.get("schema_version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise RunFileError(source, "schema_version", f"expected a whole number, got {_kind(version)}")
+    if version not in READABLE_VERSIONS:
+        raise RunFileError(
+            source,
+            "schema_version",
+            f"schema_version {version} is not readable by this pytest-kernelperf "
+            f"(reads {', '.join(map(str, READABLE_VERSIONS))}); use the version that wrote it",
+        )
+    # Upgrades of older versions to the current one belong here, one step per version.
+    _check_values(data, source)
+    return CheckedRun(data, run_from_dict(data, source))
+
+
+def loads(text: str, source: str = "<json>") -> RunReport:
+    return check(_parse_json(text, source), source).report
+
+
+def read(path: Path) -> CheckedRun:
+    """The gateway: a run file read, parsed and checked; RunFileError naming the file and the field."""
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
@@ -580,9 +755,15 @@ def load(path: Path) -> RunReport:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise RunFileError(str(path), "", "no such file") from None
+    except IsADirectoryError:
+        raise RunFileError(str(path), "", "a folder, not a run file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise RunFileError(str(path), "", f"cannot be read: {exc}") from None
-    return loads(text, str(path))
+    return check(_parse_json(text, str(path)), str(path))
+
+
+def load(path: Path) -> RunReport:
+    return read(path).report
 
 
 def write(path: Path, run: RunReport) -> None:

@@ -112,10 +112,10 @@ def test_bisect_finds_the_planted_slowdown_and_its_cause(
             "conftest.py": CONFTEST,
             "test_k.py": textwrap.dedent(TEST_MODULE),
             "speed.txt": "1.0",
-            "code.txt": "aaaa",
+            "code.txt": "aaaa1111",
         },
     )
-    planted = _commit(repo, "unroll the loop", **{"speed.txt": "1.2", "code.txt": "bbbb"})
+    planted = _commit(repo, "unroll the loop", **{"speed.txt": "1.2", "code.txt": "bbbb2222"})
     bad = _commit(repo, "docs", **{"README": "a kernel, unrolled\n"})
 
     out = io.StringIO()

@@ -33,7 +33,7 @@ def write_runs(
             nodeid,
             level,
             rounds=[level * 0.999, level, level * 1.001],
-            kernels=[("triton_poi_fused_mul_0", "aaaa" if i < code_from else "bbbb")],
+            kernels=[("triton_poi_fused_mul_0", "aaaa1111" if i < code_from else "bbbb2222")],
         )
         path = folder / f"run{i:02d}.json"
         path.write_text(json.dumps(rf.run([result], created=rf.created(i))), encoding="utf-8")
@@ -69,7 +69,7 @@ def test_import_of_a_bad_file_stores_nothing_and_names_it(
     bad.write_text("{not json", encoding="utf-8")
     status, _ = history(db, "import", "--no-git", str(good), str(bad))
     assert status == 2
-    assert f"error: {bad}: not valid JSON" in capsys.readouterr().err
+    assert f"error: {bad} at line 1: not valid JSON" in capsys.readouterr().err
     assert not db.exists() or HistoryStore(db).run_count() == 0
 
 

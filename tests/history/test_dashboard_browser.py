@@ -44,7 +44,7 @@ def make_page(tmp_path: Path) -> Path:
                     "tests/test_k.py::test_mul",
                     0.02 * slow,
                     rounds=[0.02 * slow * f for f in (0.999, 1.0, 1.001)],
-                    kernels=[("triton_poi_fused_mul_0", "aaaa" if i < 8 else "bbbb")],
+                    kernels=[("triton_poi_fused_mul_0", "aaaa1111" if i < 8 else "bbbb2222")],
                     artifacts=[str(trace)],
                 ),
                 rf.result("tests/test_k.py::test_add", 0.05 * (1 + (i % 3) / 1000)),

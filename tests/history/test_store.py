@@ -32,7 +32,7 @@ def test_a_run_gives_one_measurement_per_metric_with_its_evidence(store: History
                 0.5,
                 name="gelu",
                 rounds=[0.49, 0.5, 0.51],
-                kernels=[("triton_poi_fused_gelu_0", "c0de")],
+                kernels=[("triton_poi_fused_gelu_0", "c0de0c0de")],
                 autotune={"BLOCK_SIZE": 1024, "num_warps": 4},
                 nbytes=2_000_000_000,
                 reference_ratio=1.25,
@@ -56,7 +56,7 @@ def test_a_run_gives_one_measurement_per_metric_with_its_evidence(store: History
     assert (gelu["name"], gelu["device"], gelu["cache"]) == ("gelu", rf.H200, "hot")
     assert gelu["median_ms"] == 0.5 and gelu["rounds_ms"] == [0.49, 0.5, 0.51]
     assert gelu["quantiles_ms"] == run["results"][0]["baseline_entry"]["device_time"]["quantiles_ms"]
-    assert gelu["kernels"][0]["code"] == "c0de"
+    assert gelu["kernels"][0]["code"] == "c0de0c0de"
     assert gelu["autotune"] == {"BLOCK_SIZE": 1024, "num_warps": 4}
     assert gelu["reference_ratio"] == 1.25
     assert gelu["gb_per_s"] == pytest.approx(4000.0) and gelu["peak_fraction"] == pytest.approx(1.0)
@@ -96,10 +96,13 @@ def test_checked_results_and_null_metrics_are_skipped(store: HistoryStore) -> No
 @pytest.mark.parametrize(
     ("data", "problem"),
     [
-        ([], "expected a JSON object"),
+        ([], "expected an object, got list"),
         ({"schema": "other"}, "not a pytest-kernelperf run file"),
         ({"schema": "pytest-kernelperf-run", "schema_version": 9, "results": []}, "schema_version 9"),
-        ({"schema": "pytest-kernelperf-run", "schema_version": 1, "results": {}}, "'results' is not a list"),
+        (
+            {"schema": "pytest-kernelperf-run", "schema_version": 1, "results": {}},
+            "at results: expected a list",
+        ),
     ],
 )
 def test_run_files_that_cannot_be_used_are_named(tmp_path: Path, data: object, problem: str) -> None:
@@ -114,7 +117,7 @@ def test_unreadable_run_files_are_named(tmp_path: Path) -> None:
     with pytest.raises(HistoryError, match=r"missing\.json: no such file"):
         load_run_file(tmp_path / "missing.json")
     (tmp_path / "broken.json").write_text("{", encoding="utf-8")
-    with pytest.raises(HistoryError, match=r"broken\.json: not valid JSON"):
+    with pytest.raises(HistoryError, match=r"broken\.json at line 1: not valid JSON"):
         load_run_file(tmp_path / "broken.json")
 
 
@@ -274,7 +277,14 @@ def test_a_reader_leaves_an_empty_file_empty(tmp_path: Path) -> None:
 
 def test_host_latency_keeps_the_rounds_of_the_entry_the_run_would_record(store: HistoryStore) -> None:
     result = rf.result("t.py::t", 0.05, rounds=[0.05] * 3, host_ms=0.08)
-    result["baseline_entry"] = {"host_latency": {"rounds_ms": [0.079, 0.08, 0.081]}}
+    result["baseline_entry"]["host_latency"] = {
+        "method": "cuda-event",
+        "median_ms": 0.08,
+        "ci_ms": [0.079, 0.081],
+        "n": 3,
+        "quantiles_ms": [0.079, 0.08, 0.081],
+        "rounds_ms": [0.079, 0.08, 0.081],
+    }
     store.append_run(rf.run([result]))
     (sid,) = [sid for sid, key in store.series().items() if key.metric == "host_latency"]
     (point,) = store.points(sid)[sid]
