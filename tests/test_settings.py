@@ -74,14 +74,6 @@ def test_the_sampling_plan_defaults_match_the_table() -> None:
     assert replace(plan, max_rounds=None) == SamplingPlan()
 
 
-def test_saved_run_defaults_are_the_table_defaults() -> None:
-    from pytest_kernelperf.results import saved_runs
-
-    assert DEFAULTS["threshold"] == saved_runs.DEFAULT_THRESHOLD
-    assert DEFAULTS["alpha"] == saved_runs.DEFAULT_ALPHA
-    assert DEFAULTS["host_threshold"] == saved_runs.DEFAULT_HOST
-
-
 @pytest.mark.parametrize(
     ("layers", "merged"),
     [

@@ -14,11 +14,12 @@ from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate
 from pytest_kernelperf.baselines.yaml_io import BaselineError
 from pytest_kernelperf.kernel_bench import Callbacks, KernelBench, PastRuns, no_guard
 from pytest_kernelperf.measure.timing import Timer
-from pytest_kernelperf.model.baseline import split_nodeid
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, split_nodeid
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.model.result import BenchResult
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
 from pytest_kernelperf.settings import Settings
+from pytest_kernelperf.verdict.judgement import noise_priors, planned_judgements
 from pytest_kernelperf.verdict.noise import HISTORY_MAX_RUNS
 from pytest_kernelperf.verdict.prior import NoisePrior
 
@@ -134,25 +135,17 @@ class KernelperfSession:
         modules, and how many of those entries this run's tests will be judged against (the m of
         alpha / m; at least 1). Read once per device, on the first judgement."""
         if device not in self._baseline_sets:
-            prior, planned = NoisePrior(), 0
-            tests: dict[str, set[str]] = {}
-            for nodeid in self.planned_tests:
-                module, test = split_nodeid(nodeid)
-                tests.setdefault(module, set()).add(test)
-            for module, ids in tests.items():
+            planned = {split_nodeid(nodeid) for nodeid in self.planned_tests}
+            entries: list[tuple[str, EntryKey, BaselineEntry]] = []
+            for module in dict.fromkeys(split_nodeid(nodeid)[0] for nodeid in self.planned_tests):
                 try:
-                    entries = self.store.entries(self.store.path_for(module))
+                    found = self.store.entries(self.store.path_for(module))
                 except BaselineError:
                     continue  # the tests of that file fail with its error
-                for key, entry in entries.items():
-                    if key.device != device:
-                        continue
-                    for record in (entry.device_time, entry.host_latency):
-                        if record is not None and record.rounds_ms:
-                            prior.add(device, record.method, record.rounds_ms, record.process_rounds)
-                    if key.test in ids or key.test.rpartition("::")[0] in ids:
-                        planned += 1
-            self._baseline_sets[device] = (prior, max(1, planned))
+                entries.extend((module, key, entry) for key, entry in found.items() if key.device == device)
+            prior = noise_priors((device, entry) for _, _, entry in entries).get(device, NoisePrior())
+            m = planned_judgements(((module, key) for module, key, _ in entries), planned, device)
+            self._baseline_sets[device] = (prior, m)
         return self._baseline_sets[device]
 
     def _cached_device_info(self, kind: str) -> DeviceInfo:
