@@ -22,8 +22,7 @@ from typing import TextIO
 
 from pytest_kernelperf.model.result import BenchResult
 from pytest_kernelperf.results import render, runfile, saved_runs
-from pytest_kernelperf.settings import DEFAULTS
-from pytest_kernelperf.verdict.judge import parse_fraction, parse_threshold
+from pytest_kernelperf.settings import DEFAULTS, argument_type
 from pytest_kernelperf.verdict.judgement import failures
 
 ANSI = {"bad": "\x1b[31;1m", "good": "\x1b[32m", "warn": "\x1b[33m", "bold": "\x1b[1m"}
@@ -34,18 +33,8 @@ class CliError(Exception):
     pass
 
 
-def _fraction(text: str) -> float:
-    try:
-        return parse_threshold(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _probability(text: str) -> float:
-    try:
-        return parse_fraction(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+_fraction = argument_type("threshold")
+_probability = argument_type("alpha")
 
 
 def parser() -> argparse.ArgumentParser:

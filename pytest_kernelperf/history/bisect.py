@@ -36,7 +36,7 @@ from typing import Any, TextIO
 from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord, split_nodeid
 from pytest_kernelperf.model.device import CARD_KEY
 from pytest_kernelperf.model.result import BenchResult
-from pytest_kernelperf.settings import DEFAULTS
+from pytest_kernelperf.settings import DEFAULTS, argument_type
 from pytest_kernelperf.verdict.judgement import (
     JudgementContext,
     Measured,
@@ -49,7 +49,6 @@ from pytest_kernelperf.verdict.judgement import (
 from .changepoints import attribute
 from .store import Point
 
-DEFAULT_THRESHOLD = 0.05
 SKIP = 125  # git bisect run: this commit cannot be judged
 EXIT_FOUND = 0  # a first bad commit
 EXIT_NO_SLOWDOWN = 1  # GOOD..BAD holds no slowdown
@@ -570,16 +569,6 @@ def _not_narrowed(
     return EXIT_NOT_NARROWED
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a fraction: {text!r} (e.g. 0.05 or 5%)") from None
-    if not 0 < value < 10:
-        raise argparse.ArgumentTypeError(f"threshold {text!r} out of range")
-    return value
-
-
 def add_subparser(subparsers: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "bisect",
@@ -602,9 +591,10 @@ def add_subparser(subparsers: Any) -> argparse.ArgumentParser:
 def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--threshold",
-        type=_fraction,
-        default=DEFAULT_THRESHOLD,
-        help="relative slowdown that counts (default 5%%)",
+        type=argument_type("threshold"),
+        default=DEFAULTS["threshold"],
+        help=f"practical floor: the relative slowdown that counts, as for --kernelperf-threshold "
+        f"(default {DEFAULTS['threshold']:g})",
     )
     parser.add_argument("--repo", type=Path, default=Path("."), help="the git checkout (default: .)")
     parser.add_argument("--keep", action="store_true", help="keep the run files and the pytest log")
