@@ -48,7 +48,8 @@ def parser() -> argparse.ArgumentParser:
         "compare",
         help="verdicts of NEW against OLD (A/B across branches); exit 1 on a regression or max_ratio",
         description="Judge NEW's measurements against OLD's with the statistics of a pytest run "
-        "(t test on log round locations at alpha / m, m the results OLD has a baseline for, and the "
+        "(t test on log round locations at alpha / m, m the entries of OLD that NEW's timed tests are "
+        "judged against, and the "
         "ratio beyond the threshold). "
         "Exit status 1 when a result fails as in a pytest run: slower, or its max_ratio exceeded.",
     )

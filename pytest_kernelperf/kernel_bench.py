@@ -60,6 +60,7 @@ from pytest_kernelperf.verdict.judgement import (
     Failure,
     JudgementContext,
     Measured,
+    PastRuns,
     failures,
     judge_measurement,
 )
@@ -71,19 +72,6 @@ UPDATE_HINT = "If the change is intended, record new baselines with `pytest --ke
 
 def no_guard() -> AbstractContextManager[None]:
     return contextlib.nullcontext()
-
-
-@dataclass(frozen=True)
-class PastRuns:
-    """Which past runs of a measurement can teach its between-process noise: those of this test,
-    name, device and cache mode, timed with the baseline's method since the baseline was recorded."""
-
-    nodeid: str
-    name: str | None
-    device: str
-    cache: str
-    method: str
-    since: str  # the baseline's `recorded` stamp
 
 
 @dataclass(frozen=True)
@@ -587,10 +575,9 @@ class KernelBench:
         throttling = throttling_of(timing, baseline)
         history = None
         if baseline is not None:
-            past = PastRuns(
-                self.nodeid, name, device.name, settings.cache, baseline.device_time.method, baseline.recorded
+            history = self._hooks.past_rounds(
+                PastRuns.of(self.nodeid, name, settings.cache, device.name, baseline)
             )
-            history = self._hooks.past_rounds(past)
         context = JudgementContext(
             threshold=settings.threshold,
             alpha=settings.alpha,

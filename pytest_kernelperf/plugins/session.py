@@ -12,15 +12,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate
 from pytest_kernelperf.baselines.yaml_io import BaselineError
-from pytest_kernelperf.kernel_bench import Callbacks, KernelBench, PastRuns, no_guard
+from pytest_kernelperf.kernel_bench import Callbacks, KernelBench, no_guard
 from pytest_kernelperf.measure.timing import Timer
 from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, split_nodeid
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.model.result import BenchResult
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
 from pytest_kernelperf.settings import Settings
-from pytest_kernelperf.verdict.judgement import noise_priors, planned_judgements
-from pytest_kernelperf.verdict.noise import HISTORY_MAX_RUNS
+from pytest_kernelperf.verdict.judgement import PastRuns, noise_priors, planned_judgements
 from pytest_kernelperf.verdict.prior import NoisePrior
 
 if TYPE_CHECKING:
@@ -91,11 +90,9 @@ class KernelperfSession:
         return self._deferred.pop(nodeid, [])
 
     def past_rounds(self, key: PastRuns) -> list[tuple[float, ...]] | None:
-        """The rounds of this measurement's past runs in the run history (`--kernelperf-history`)
-        that were judged "same" against the baseline it is judged against now (made since it was
-        recorded, with its timer method), oldest first; None without a history. A run that found a
-        regression is left out, so that the regression's own runs cannot widen the noise it is
-        judged against."""
+        """The rounds of the past runs `key` selects (verdict/judgement.py says which) in the run
+        history (`--kernelperf-history`), oldest first; None without a history, or one that cannot
+        be read."""
         history = self._history
         if history is None:
             return None
@@ -104,7 +101,7 @@ class KernelperfSession:
         series = SeriesKey(key.nodeid, key.name or "", key.device, key.cache, "device_time")
         try:
             return history.recent_rounds(
-                series, method=key.method, verdict="same", since=key.since, limit=HISTORY_MAX_RUNS
+                series, method=key.method, verdict=str(key.verdict), since=key.since, limit=key.limit
             )
         except sqlite3.Error:
             return None

@@ -5,6 +5,7 @@ A pytest run (kernel_bench.py), saved-run compare (results/saved_runs.py) and bi
 
 * `JudgementContext`: what a judgement is made with (threshold, alpha, the host-latency threshold,
   the planned judgements m of the level alpha / m, the noise prior, the kernel's past rounds);
+* `PastRuns`: which past runs in the run history teach a kernel's between-process noise;
 * `noise_priors` pools the prior from a baseline set, `planned_judgements` counts m: one rule each;
 * `judge_measurement` judges a measurement's stored metrics (device time and host latency) against
   its baseline entry;
@@ -23,6 +24,7 @@ from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricReco
 from pytest_kernelperf.model.device import CARD_KEY
 from pytest_kernelperf.model.result import NOT_JUDGED, BenchResult, Comparison, Throttling, Verdict
 from pytest_kernelperf.verdict.judge import Rounds, judge
+from pytest_kernelperf.verdict.noise import HISTORY_MAX_RUNS
 from pytest_kernelperf.verdict.prior import NoisePrior
 
 
@@ -39,6 +41,28 @@ class JudgementContext:
     prior: NoisePrior | None = None
     history: Sequence[Sequence[float]] | None = None
     baseline_name: str = "baseline"  # how messages name the baseline ("OLD.json", "GOOD")
+
+
+@dataclass(frozen=True)
+class PastRuns:
+    """Which past runs of a measurement can teach its between-process noise: those of this test,
+    name, device and cache mode, timed with the baseline's method since the baseline was recorded,
+    and judged the same as it (a run that found a regression is left out, so that a regression's
+    own runs cannot widen the noise it is judged against); the newest `limit`, at most. The run
+    history answers it (plugins/session.py); the rule is the judgement's."""
+
+    nodeid: str
+    name: str | None
+    device: str
+    cache: str
+    method: str
+    since: str  # the baseline's `recorded` stamp
+    verdict: Verdict = Verdict.SAME
+    limit: int = HISTORY_MAX_RUNS
+
+    @classmethod
+    def of(cls, nodeid: str, name: str | None, cache: str, device: str, baseline: BaselineEntry) -> PastRuns:
+        return cls(nodeid, name, device, cache, baseline.device_time.method, baseline.recorded)
 
 
 @dataclass(frozen=True)
