@@ -18,6 +18,7 @@ _ = Whitelist()
 plugin.kernel_bench  # the fixture, found by pytest
 testing.ScriptedTimer  # public test doubles for users' own plugin tests
 testing.FakeProfiler
+testing.sampling_plan  # the default plan for tests and studies that drive a timer directly
 _Dumper.ignore_aliases  # a yaml.SafeDumper override
 _.outcome  # pytest report attributes the plugin sets
 _.longrepr

@@ -1,14 +1,15 @@
 """`python -m pytest_kernelperf`: compare, merge and record baselines from saved runs.
 
-    python -m pytest_kernelperf compare OLD.json NEW.json      # exit 1 on a regression
+    python -m pytest_kernelperf compare OLD.json NEW.json      # exit 1 on a regression (or max_ratio)
     python -m pytest_kernelperf merge A.json B.json -o ALL.json
     python -m pytest_kernelperf update-baselines RUN.json [--baseline-dir DIR]
     python -m pytest_kernelperf report RUN.json [--markdown PATH] [--plot DIR]
 
-Exit status: 0 on success, 1 when `compare` finds a regression, 2 for a usage or file error: a
-run file that cannot be read or fails its schema, or a file that could not be written (a baseline
-file that `update-baselines` left as it was included). Every error names the file and what is wrong.
-141 (as for SIGPIPE) when the reader of the output went away, as with `... | head`.
+Exit status: 0 on success, 1 when `compare` finds a result a pytest run would fail (a regression,
+or a max_ratio exceeded), 2 for a usage or file error: a run file that cannot be read or fails its
+schema, or a file that could not be written (a baseline file that `update-baselines` left as it
+was included). Every error names the file and what is wrong. 141 (as for SIGPIPE) when the reader
+of the output went away, as with `... | head`.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from pytest_kernelperf.model.result import BenchResult, Verdict
+from pytest_kernelperf.model.result import BenchResult
 from pytest_kernelperf.results import render, runfile, saved_runs
-from pytest_kernelperf.settings import DEFAULTS
-from pytest_kernelperf.verdict.judge import parse_fraction, parse_threshold
+from pytest_kernelperf.settings import DEFAULTS, argument_type
+from pytest_kernelperf.verdict.judgement import failures
 
 ANSI = {"bad": "\x1b[31;1m", "good": "\x1b[32m", "warn": "\x1b[33m", "bold": "\x1b[1m"}
 RESET = "\x1b[0m"
@@ -34,18 +35,8 @@ class CliError(Exception):
     pass
 
 
-def _fraction(text: str) -> float:
-    try:
-        return parse_threshold(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _probability(text: str) -> float:
-    try:
-        return parse_fraction(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+_fraction = argument_type("threshold")
+_probability = argument_type("alpha")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -57,11 +48,12 @@ def parser() -> argparse.ArgumentParser:
 
     cmp = commands.add_parser(
         "compare",
-        help="verdicts of NEW against OLD (A/B across branches); exit 1 on a regression",
+        help="verdicts of NEW against OLD (A/B across branches); exit 1 on a regression or max_ratio",
         description="Judge NEW's measurements against OLD's with the statistics of a pytest run "
-        "(t test on log round locations at alpha / m, m the results OLD has a baseline for, and the "
+        "(t test on log round locations at alpha / m, m the entries of OLD that NEW's timed tests are "
+        "judged against, and the "
         "ratio beyond the threshold). "
-        "Exit status 1 when a result is slower.",
+        "Exit status 1 when a result fails as in a pytest run: slower, or its max_ratio exceeded.",
     )
     cmp.add_argument("old", type=Path, metavar="OLD.json", help="the run to compare against (the baseline)")
     cmp.add_argument("new", type=Path, metavar="NEW.json", help="the run to judge")
@@ -216,7 +208,8 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         judged.artifacts["json"] = str(args.json)
         _write(args.json, lambda: runfile.write(args.json, judged))
         print(f"wrote the JSON to {args.json}", file=out)
-    return 1 if any(r.verdict is Verdict.SLOWER for r in results) else 0
+    # The rule a pytest run fails a test by (without --kernelperf-strict): slower, or max_ratio exceeded.
+    return 1 if any(failures(r) for r in results) else 0
 
 
 def _plots(folder: Path, results: Sequence[BenchResult], run: runfile.RunReport, out: TextIO) -> list[Path]:

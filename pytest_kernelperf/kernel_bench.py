@@ -56,7 +56,14 @@ from pytest_kernelperf.profiling.capture import PROFILED_CALLS, CallProfile, Pro
 from pytest_kernelperf.profiling.explain import context_notes, regression_details
 from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict import noise, stats
-from pytest_kernelperf.verdict.judge import Rounds, judge
+from pytest_kernelperf.verdict.judgement import (
+    Failure,
+    JudgementContext,
+    Measured,
+    PastRuns,
+    failures,
+    judge_measurement,
+)
 from pytest_kernelperf.verdict.prior import NoisePrior, groups, within_variance
 from pytest_kernelperf.verdict.ratio import check_ratio, ratio_message, validate_max_ratio
 
@@ -65,19 +72,6 @@ UPDATE_HINT = "If the change is intended, record new baselines with `pytest --ke
 
 def no_guard() -> AbstractContextManager[None]:
     return contextlib.nullcontext()
-
-
-@dataclass(frozen=True)
-class PastRuns:
-    """Which past runs of a measurement can teach its between-process noise: those of this test,
-    name, device and cache mode, timed with the baseline's method since the baseline was recorded."""
-
-    nodeid: str
-    name: str | None
-    device: str
-    cache: str
-    method: str
-    since: str  # the baseline's `recorded` stamp
 
 
 @dataclass(frozen=True)
@@ -579,41 +573,28 @@ class KernelBench:
         settings = self.settings
         measured, host = timing.device_time, timing.host_latency
         throttling = throttling_of(timing, baseline)
-        here, there = device.environment, baseline.environment if baseline else {}
-        common = {
-            "device": device.name,
-            "alpha": settings.alpha,
-            "planned_judgements": self._hooks.planned_judgements(device.name),
-            "prior": self._hooks.noise_prior(device.name),
-        }
-        comparison = judge(
-            rounds_of(measured, here),
-            rounds_of(baseline.device_time, there) if baseline else None,
-            threshold=settings.threshold,
-            throttling=throttling,
-            history=self._hooks.past_rounds(
-                PastRuns(
-                    self.nodeid,
-                    name,
-                    device.name,
-                    settings.cache,
-                    baseline.device_time.method,
-                    baseline.recorded,
-                )
+        history = None
+        if baseline is not None:
+            history = self._hooks.past_rounds(
+                PastRuns.of(self.nodeid, name, settings.cache, device.name, baseline)
             )
-            if baseline
-            else None,
-            **common,  # type: ignore[arg-type]
+        context = JudgementContext(
+            threshold=settings.threshold,
+            alpha=settings.alpha,
+            host_threshold=settings.host_threshold,
+            planned_judgements=self._hooks.planned_judgements(device.name),
+            prior=self._hooks.noise_prior(device.name),
+            history=history,
+        )
+        current = Measured(
+            _record_of(measured),
+            _record_of(host) if host is not None else None,
+            device.environment.get(CARD_KEY),
+        )
+        comparison, host_comparison = judge_measurement(
+            current, baseline, context, device=device.name, throttling=throttling
         )
         host_base = baseline.host_latency if baseline else None
-        host_comparison = None
-        if host is not None:
-            host_comparison = judge(
-                rounds_of(host, here),
-                rounds_of(host_base, there) if host_base else None,
-                threshold=settings.host_threshold,
-                **common,  # type: ignore[arg-type]
-            )
         notes = list(timing.notes)
         if timing.health is not None:
             notes.append(timing.health.describe())
@@ -658,13 +639,11 @@ class KernelBench:
         profiled: CallProfile | None,
     ) -> None:
         __tracebackhide__ = True
-        # The ratio is a property of the code, not of a baseline: it holds in updates too.
-        if result.ratio is not None and result.ratio.exceeded:
-            assert result.median_ms is not None
+        found = failures(result, strict=self.settings.strict, update=self.settings.update)
+        if Failure.MAX_RATIO in found:
+            assert result.ratio is not None and result.median_ms is not None
             self._hooks.defer(ratio_message(result.label, result.device, result.median_ms, result.ratio))
-        if self.settings.update:
-            return
-        if result.verdict is Verdict.SLOWER:
+        if Failure.SLOWER in found:
             assert baseline is not None
             assert result.median_ms is not None
             # The headline's figures (regression_message): one ratio for the verdict and the diagnosis.
@@ -673,9 +652,9 @@ class KernelBench:
                 baseline, environment, profiled, current=result.entry, call_ms=call_ms
             )
             self._hooks.defer(regression_message(result, baseline, path, details))
-        if result.verdict in NOT_JUDGED:
+        if not self.settings.update and result.verdict in NOT_JUDGED:
             why = _not_judged(result, path, self.settings.cache)
-            if self.settings.strict:
+            if Failure.NOT_JUDGED in found:
                 self._hooks.defer(
                     f"{why}, and --kernelperf-strict fails every verdict that is not a judgement"
                 )
@@ -723,15 +702,6 @@ def _interleaved(timer: Timer, fn: Target, reference: Target, plan: SamplingPlan
         ref_plan = replace(one, prefer_method=fn_rounds[0].device_time.method)
         ref_rounds.append(timer.measure(reference, ref_plan))
     return merge_rounds(fn_rounds), merge_rounds(ref_rounds)
-
-
-def rounds_of(metric: Metric | MetricRecord, environment: Mapping[str, str]) -> Rounds:
-    """What the judge sees of a measurement or a stored baseline: its method, round locations (by
-    recording process), the timer's step and the card that measured it."""
-    card = environment.get(CARD_KEY)
-    if isinstance(metric, Metric):
-        return Rounds(metric.method, metric.round_locations_ms, step_ms=metric.resolution_ms, card=card)
-    return Rounds.of_stored(metric, card)
 
 
 def throttling_of(timing: Timing, baseline: BaselineEntry | None = None) -> Throttling | None:

@@ -8,6 +8,7 @@ a typo in a CI config file is reported as such instead of surfacing as an odd ve
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -415,6 +416,20 @@ class Settings:
         settings = dataclasses.replace(self, **changes)
         _sampling_window(settings, f"{where}: min_time", "max_time")
         return settings
+
+
+def argument_type(field: str) -> Callable[[str], Any]:
+    """An argparse `type=` that reads a value as the option `field` does (its one parser and its
+    validation), for the commands outside pytest (compare, bisect)."""
+    option = _BY_FIELD[field]
+
+    def parse(text: str) -> Any:
+        try:
+            return option.parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
 
 
 def merge_markers(closest_first: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

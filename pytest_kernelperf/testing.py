@@ -36,8 +36,16 @@ from pytest_kernelperf.measure.timing import Metric, SamplingPlan, Target, Timin
 from pytest_kernelperf.model.call import KernelRecord
 from pytest_kernelperf.profiling import inventory
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
+from pytest_kernelperf.settings import Settings
 
 SEED_VARIABLE = "KERNELPERF_SCRIPTED_SEED"
+
+
+def sampling_plan(**changes: Any) -> SamplingPlan:
+    """The plan of a run with the default settings (`Settings().plan()`, the options' defaults), with
+    `changes`; a fixed number of rounds (`max_rounds=None`) unless given. For tests and studies that
+    drive a timer directly."""
+    return replace(Settings().plan(), **{"max_rounds": None, **changes})
 
 
 class ScriptedTimer:

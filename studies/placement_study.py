@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pytest_kernelperf.correctness import restore, snapshot
 from pytest_kernelperf.measure.device import fingerprint
 from pytest_kernelperf.measure.placement import Placements
-from pytest_kernelperf.measure.timing import AutoTimer, SamplingPlan, Target
+from pytest_kernelperf.measure.timing import AutoTimer, Target
+from pytest_kernelperf.testing import sampling_plan
 from pytest_kernelperf.verdict import noise
 from studies.scoring_kernels import triton_kernels as scoring
 
@@ -105,7 +106,7 @@ def main() -> None:
                         fn=fn,
                         placements=places if mode == "fresh" else None,
                     )
-                    one = timer.measure(target, SamplingPlan(rounds=1, max_rounds=None, warm=index > 0))
+                    one = timer.measure(target, sampling_plan(rounds=1, max_rounds=None, warm=index > 0))
                     rounds[mode].extend(one.device_time.round_locations_ms)
                 reserved.append(torch.cuda.memory_reserved())
             restore((fn_args, {}), saved)

@@ -85,11 +85,12 @@ def measure_process(process: int, rounds: int, out: Path) -> None:
 
     from pytest_kernelperf.measure import health
     from pytest_kernelperf.measure.device import fingerprint
-    from pytest_kernelperf.measure.timing import AutoTimer, SamplingPlan, Target
+    from pytest_kernelperf.measure.timing import AutoTimer, Target
+    from pytest_kernelperf.testing import sampling_plan
 
     device = fingerprint("cuda")
     # One round per measure() call: this script draws the rounds itself, interleaving the kernels.
-    plan = SamplingPlan(rounds=1, min_samples=10, min_time_s=0.04, max_time_s=0.08, warmup_s=0.01)
+    plan = sampling_plan(rounds=1, min_samples=10, min_time_s=0.04, max_time_s=0.08, warmup_s=0.01)
     timer = AutoTimer()
     table = kernels()
     for call, _ in table.values():  # compile and autotune before any round

@@ -11,10 +11,10 @@ from pytest_kernelperf.measure.timing import (
     CudaEventTimer,
     CudaGraphTimer,
     CuptiTimer,
-    SamplingPlan,
     Target,
     TimingError,
 )
+from pytest_kernelperf.testing import sampling_plan
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -27,7 +27,7 @@ def gelu_target(elements: int) -> Target:
 def test_methods_agree_on_a_large_kernel() -> None:
     # At 2^26 elements the kernel runs ~0.13 ms: launch overhead is small, all methods see it.
     target = gelu_target(1 << 26)
-    plan = SamplingPlan(max_time_s=0.3)
+    plan = sampling_plan(max_time_s=0.3)
     medians = {
         timer.method: timer.measure(target, plan).device_time.summary.median_ms
         for timer in (CudaEventTimer(), CudaGraphTimer(), CuptiTimer())
@@ -39,14 +39,14 @@ def test_methods_agree_on_a_large_kernel() -> None:
 def test_cupti_sees_kernel_time_below_launch_overhead() -> None:
     # A 2^16-element kernel runs ~1 us; per-call events time the launch path (tens of us).
     target = gelu_target(1 << 16)
-    plan = SamplingPlan(max_time_s=0.2)
+    plan = sampling_plan(max_time_s=0.2)
     cupti = CuptiTimer().measure(target, plan).device_time.summary.median_ms
     events = CudaEventTimer().measure(target, plan).device_time.summary.median_ms
     assert 0 < cupti < events
 
 
 def test_auto_reports_device_time_and_host_latency() -> None:
-    timing = AutoTimer().measure(gelu_target(1 << 20), SamplingPlan(max_time_s=0.2))
+    timing = AutoTimer().measure(gelu_target(1 << 20), sampling_plan(max_time_s=0.2))
     assert timing.device_time.method == "cupti"
     assert timing.host_latency is not None and timing.host_latency.method == "cuda-event"
     assert timing.device_time.summary.median_ms < timing.host_latency.summary.median_ms
@@ -57,7 +57,7 @@ def test_graph_capture_failure_is_a_timing_error() -> None:
     # .item() synchronizes, which stream capture forbids.
     target = Target(lambda: (x * 2).sum().item(), fingerprint("cuda"))
     with pytest.raises(TimingError, match="CUDA graph capture failed"):
-        CudaGraphTimer().measure(target, SamplingPlan(max_time_s=0.05))
+        CudaGraphTimer().measure(target, sampling_plan(max_time_s=0.05))
 
 
 def test_auto_falls_back_when_graph_and_cupti_are_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -67,7 +67,7 @@ def test_auto_falls_back_when_graph_and_cupti_are_unavailable(monkeypatch: pytes
     monkeypatch.setattr("pytest_kernelperf.measure.timing.profile_device_activity", blocked)
     x = torch.randn(1024, device="cuda")
     target = Target(lambda: (x * 2).sum().item(), fingerprint("cuda"))
-    timing = AutoTimer().measure(target, SamplingPlan(max_time_s=0.05))
+    timing = AutoTimer().measure(target, sampling_plan(max_time_s=0.05))
     assert timing.device_time.method == "cuda-event"
     assert any("cupti unavailable" in note for note in timing.notes)
     assert any("cuda-graph unavailable" in note for note in timing.notes)
@@ -77,9 +77,11 @@ def test_auto_falls_back_when_graph_and_cupti_are_unavailable(monkeypatch: pytes
 def test_cold_cache_is_not_faster_than_hot() -> None:
     # 2^20 float32 (4 MiB in, 4 MiB out) fits in L2: a flushed L2 can only make it slower.
     target = gelu_target(1 << 20)
-    hot = CuptiTimer().measure(target, SamplingPlan(max_time_s=0.2)).device_time.summary.median_ms
+    hot = CuptiTimer().measure(target, sampling_plan(max_time_s=0.2)).device_time.summary.median_ms
     cold = (
-        CuptiTimer().measure(target, SamplingPlan(max_time_s=0.2, cache="cold")).device_time.summary.median_ms
+        CuptiTimer()
+        .measure(target, sampling_plan(max_time_s=0.2, cache="cold"))
+        .device_time.summary.median_ms
     )
     assert cold >= 0.98 * hot
 

@@ -24,6 +24,7 @@ from pytest_kernelperf.measure.device import physical_id
 from pytest_kernelperf.measure.gpu import GpuLock, GpuLockTimeout, GpuUsage, LockedTimer, choose
 from pytest_kernelperf.measure.timing import Metric, SamplingPlan, Target, Timing
 from pytest_kernelperf.model.device import DeviceInfo
+from pytest_kernelperf.testing import sampling_plan
 
 ROOT = Path(gpu.__file__).resolve().parent.parent
 
@@ -169,7 +170,7 @@ def test_a_cuda_measurement_holds_its_gpu_lock(tmp_path: Path) -> None:
     usage = GpuUsage()
     lock = tmp_path / "locks" / "gpu-GPU-fake-1.lock"
     timer = LockedTimer(SleepyTimer(tmp_path / "log", lock), tmp_path, usage, key=lambda i: f"GPU-fake-{i}")
-    timer.measure(fake_target("cuda", 1), SamplingPlan())
+    timer.measure(fake_target("cuda", 1), sampling_plan())
     assert usage.measurements == {1: 1}
     assert timer.method == "sleepy"  # the wrapped timer's attributes show through
 
@@ -177,7 +178,7 @@ def test_a_cuda_measurement_holds_its_gpu_lock(tmp_path: Path) -> None:
 def test_a_cpu_measurement_takes_no_lock(tmp_path: Path) -> None:
     usage = GpuUsage()
     LockedTimer(SleepyTimer(tmp_path / "log"), tmp_path, usage).measure(
-        fake_target("cpu", None), SamplingPlan()
+        fake_target("cpu", None), sampling_plan()
     )
     assert not (tmp_path / "locks").exists() and not usage.measurements
 
@@ -188,10 +189,10 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[3])
 from test_gpu_pinning import SleepyTimer, fake_target
 from pytest_kernelperf.measure.gpu import GpuUsage, LockedTimer
-from pytest_kernelperf.measure.timing import SamplingPlan
+from pytest_kernelperf.testing import sampling_plan
 timer = LockedTimer(SleepyTimer(Path(sys.argv[2])), Path(sys.argv[1]), GpuUsage(), key=lambda i: "GPU-shared")
 for _ in range(3):
-    timer.measure(fake_target("cuda", 0), SamplingPlan())
+    timer.measure(fake_target("cuda", 0), sampling_plan())
 """
 
 

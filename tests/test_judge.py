@@ -7,10 +7,10 @@ import random
 
 import pytest
 
-from pytest_kernelperf.measure.timing import SamplingPlan, Target
+from pytest_kernelperf.measure.timing import Target
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.model.result import Comparison, Throttling, Verdict
-from pytest_kernelperf.testing import ScriptedTimer
+from pytest_kernelperf.testing import ScriptedTimer, sampling_plan
 from pytest_kernelperf.verdict import noise, prior
 from pytest_kernelperf.verdict.judge import (
     Rounds,
@@ -269,7 +269,7 @@ def kernel(fake_ms: float) -> Target:
 
 
 def measured(timer: ScriptedTimer, target: Target, rounds_: int) -> Rounds:
-    timing = timer.measure(target, SamplingPlan(rounds=rounds_, min_samples=10))
+    timing = timer.measure(target, sampling_plan(rounds=rounds_, min_samples=10))
     return Rounds("cupti", timing.device_time.round_locations_ms)
 
 

@@ -16,9 +16,10 @@ import torch
 from pytest_kernelperf.correctness import restore, snapshot
 from pytest_kernelperf.measure import health, placement, timing
 from pytest_kernelperf.measure.placement import ALIGNMENT, Placements
-from pytest_kernelperf.measure.timing import SamplingPlan, Target
+from pytest_kernelperf.measure.timing import Target
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.tensors import copy_arguments, tensor_bytes_of
+from pytest_kernelperf.testing import sampling_plan
 
 CPU = DeviceInfo(kind="cpu", name="test CPU")
 
@@ -137,7 +138,7 @@ def test_a_timer_draws_one_placement_per_round(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(health, "read", lambda index: None)
     target = Target(lambda: None, CPU, placements=Counting())  # type: ignore[arg-type]
-    plan = SamplingPlan(rounds=4, min_samples=3, min_time_s=0.0, max_time_s=0.01, warmup_s=0.0)
+    plan = sampling_plan(rounds=4, min_samples=3, min_time_s=0.0, max_time_s=0.01, warmup_s=0.0)
     result = timing.WallClockTimer().measure(target, plan)
     assert len(drawn) == 4 and len(result.device_time.round_locations_ms) == 4
 

@@ -7,6 +7,7 @@ import pytest
 
 from pytest_kernelperf.measure.timing import SamplingPlan
 from pytest_kernelperf.settings import DEFAULTS, OPTIONS, Settings, SettingsError, merge_markers, resolve
+from pytest_kernelperf.testing import sampling_plan
 
 ROOT = Path("/project")
 
@@ -65,21 +66,21 @@ def test_settings_defaults_are_the_table_defaults() -> None:
         assert getattr(defaults, option.field) == option.default, option.field
 
 
-def test_the_sampling_plan_defaults_match_the_table() -> None:
-    # SamplingPlan (measure/timing.py) keeps defaults for direct use in studies and tests; a run's
-    # plan always comes from Settings.plan, and the two must not drift apart. Except max_rounds: a
-    # plan built by hand keeps its round count, a run's draws extra rounds as its settings allow.
+def test_the_sampling_plan_takes_its_values_from_the_table() -> None:
+    # SamplingPlan (measure/timing.py) has no defaults of its own for what options set: a run's plan,
+    # and the one tests and studies start from (testing.sampling_plan), come from Settings.plan.
     plan = Settings().plan()
     assert plan.max_rounds == Settings().rounds * DEFAULTS["max_rounds"]
-    assert replace(plan, max_rounds=None) == SamplingPlan()
-
-
-def test_saved_run_defaults_are_the_table_defaults() -> None:
-    from pytest_kernelperf.results import saved_runs
-
-    assert DEFAULTS["threshold"] == saved_runs.DEFAULT_THRESHOLD
-    assert DEFAULTS["alpha"] == saved_runs.DEFAULT_ALPHA
-    assert DEFAULTS["host_threshold"] == saved_runs.DEFAULT_HOST
+    assert (plan.min_samples, plan.min_time_s, plan.max_time_s, plan.warmup_s) == (
+        DEFAULTS["min_samples"],
+        DEFAULTS["min_time"],
+        DEFAULTS["max_time"],
+        DEFAULTS["warmup"],
+    )
+    assert (plan.rounds, plan.cache) == (DEFAULTS["rounds"], DEFAULTS["cache"])
+    assert sampling_plan(rounds=2) == replace(plan, rounds=2, max_rounds=None)
+    with pytest.raises(TypeError):
+        SamplingPlan()  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize(

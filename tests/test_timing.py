@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from pytest_kernelperf.measure import health, timing
-from pytest_kernelperf.measure.timing import SamplingPlan, Target, TimingError, collect, make_timer, warm_up
+from pytest_kernelperf.measure.timing import Target, TimingError, collect, make_timer, warm_up
 from pytest_kernelperf.model.device import DeviceInfo
+from pytest_kernelperf.testing import sampling_plan
 
 
 class FakeClock:
@@ -23,7 +24,7 @@ def test_a_round_stops_once_it_has_min_samples_and_min_time(monkeypatch: pytest.
     # No early stop on the round's own precision: tight samples run to min_time like noisy ones.
     clock = FakeClock(0.001)
     monkeypatch.setattr("pytest_kernelperf.measure.timing.time.perf_counter", clock)
-    plan = SamplingPlan(min_samples=10, min_time_s=0.05, max_time_s=100)
+    plan = sampling_plan(min_samples=10, min_time_s=0.05, max_time_s=100)
     samples = collect(lambda: [1.0, 1.0001, 0.9999], plan)
     assert len(samples) >= 10 and 0.05 <= clock.now <= 0.06
 
@@ -31,7 +32,7 @@ def test_a_round_stops_once_it_has_min_samples_and_min_time(monkeypatch: pytest.
 def test_a_round_stops_at_its_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = FakeClock(0.01)
     monkeypatch.setattr("pytest_kernelperf.measure.timing.time.perf_counter", clock)
-    plan = SamplingPlan(min_samples=10_000, min_time_s=0.0, max_time_s=1.0)
+    plan = sampling_plan(min_samples=10_000, min_time_s=0.0, max_time_s=1.0)
     samples = collect(lambda: [1.0], plan)
     assert clock.now >= 1.0 and len(samples) < 200
 
@@ -39,14 +40,14 @@ def test_a_round_stops_at_its_time_budget(monkeypatch: pytest.MonkeyPatch) -> No
 def test_a_round_stops_at_its_budget_even_before_min_samples(monkeypatch: pytest.MonkeyPatch) -> None:
     # Every batch blows the budget: a slow kernel's round is bounded by max_time.
     monkeypatch.setattr("pytest_kernelperf.measure.timing.time.perf_counter", FakeClock(10.0))
-    samples = collect(lambda: [1.0], SamplingPlan(min_samples=7, max_time_s=0.1))
+    samples = collect(lambda: [1.0], sampling_plan(min_samples=7, max_time_s=0.1))
     assert len(samples) == 1
 
 
 def test_rounds_get_their_own_warm_up_and_locations() -> None:
     calls = []
     cpu = DeviceInfo(kind="cpu", name="test CPU")
-    plan = SamplingPlan(
+    plan = sampling_plan(
         min_samples=5, min_time_s=0.0, max_time_s=0.01, warmup_s=0.0, round_warmup_s=0.0, rounds=3
     )
     result = make_timer("wall-clock", cpu).measure(Target(lambda: calls.append(1), cpu), plan)
@@ -67,7 +68,7 @@ def test_wall_clock_timer_counts_and_names_its_method() -> None:
     cpu = DeviceInfo(kind="cpu", name="test CPU")
     result = make_timer("auto", cpu).measure(
         Target(lambda: calls.append(1), cpu),
-        SamplingPlan(min_samples=12, max_time_s=0.05, warmup_s=0.0, rounds=1),
+        sampling_plan(min_samples=12, max_time_s=0.05, warmup_s=0.0, rounds=1),
     )
     assert result.device_time.method == "wall-clock"
     assert len(result.device_time.samples_ms) >= 12
@@ -104,7 +105,7 @@ def test_a_throttled_round_is_measured_again(monkeypatch: pytest.MonkeyPatch) ->
         attempts.append(index)
         return timing.RoundSamples([float(index)])
 
-    kept, seen, throttled = timing.run_rounds(SamplingPlan(rounds=3, max_rounds=None), 0, one_round)
+    kept, seen, throttled = timing.run_rounds(sampling_plan(rounds=3, max_rounds=None), 0, one_round)
     assert attempts == [0, 1, 2, 3, 4] and [r.device_ms for r in kept] == [[1.0], [3.0], [4.0]]
     assert throttled == 2
     assert seen is not None and seen.throttled == () and seen.throttled_rounds == 0
@@ -113,7 +114,9 @@ def test_a_throttled_round_is_measured_again(monkeypatch: pytest.MonkeyPatch) ->
 def test_throttled_rounds_are_kept_once_the_extra_budget_is_spent(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(health, "read", lambda index: reading("hardware slowdown", clock=1500))
     monkeypatch.setattr("pytest_kernelperf.measure.timing.time.sleep", lambda seconds: None)
-    kept, seen, throttled = timing.run_rounds(SamplingPlan(rounds=2), 0, lambda i: timing.RoundSamples([1.0]))
+    kept, seen, throttled = timing.run_rounds(
+        sampling_plan(rounds=2), 0, lambda i: timing.RoundSamples([1.0])
+    )
     assert len(kept) == 2 and throttled == 4  # two rounds, then two re-measurements: the bound is R extra
     assert seen is not None and seen.throttled == ("hardware slowdown",) and seen.throttled_rounds == 2
 
@@ -124,21 +127,21 @@ def test_rounds_that_disagree_get_more_rounds_until_the_level_is_known(
     monkeypatch.setattr(health, "read", lambda index: None)
     # A bimodal kernel: every fourth placement is 1.8x slower.
     levels = [1.8 if i % 4 == 3 else 1.0 for i in range(100)]
-    plan = SamplingPlan(rounds=5, max_rounds=30, target_se=0.005)
+    plan = sampling_plan(rounds=5, max_rounds=30, target_se=0.005)
     kept, _, _ = timing.run_rounds(plan, 0, lambda i: timing.RoundSamples([levels[i]] * 4))
     assert len(kept) == 30  # its standard error stays above 0.5%: the cap decides
 
-    loose = SamplingPlan(rounds=5, max_rounds=30, target_se=0.1)
+    loose = sampling_plan(rounds=5, max_rounds=30, target_se=0.1)
     kept, _, _ = timing.run_rounds(loose, 0, lambda i: timing.RoundSamples([levels[i]] * 4))
     assert 5 < len(kept) < 30  # more rounds, then stopped once the level is known to 10%
 
 
 def test_rounds_that_agree_are_not_extended(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(health, "read", lambda index: None)
-    plan = SamplingPlan(rounds=5, max_rounds=30, target_se=0.005)
+    plan = sampling_plan(rounds=5, max_rounds=30, target_se=0.005)
     kept, _, _ = timing.run_rounds(plan, 0, lambda i: timing.RoundSamples([1.0 + 0.001 * (i % 2)] * 4))
     assert len(kept) == 5
-    fixed = SamplingPlan(rounds=5, max_rounds=None, target_se=0.005)
+    fixed = sampling_plan(rounds=5, max_rounds=None, target_se=0.005)
     kept, _, _ = timing.run_rounds(fixed, 0, lambda i: timing.RoundSamples([1.0 + (i % 2)] * 4))
     assert len(kept) == 5  # no placements, no extension
 
@@ -147,9 +150,9 @@ def test_rounds_that_happen_to_agree_go_on_when_the_baseline_spread(monkeypatch:
     # A placement-sensitive kernel that landed on good placements five times: its baseline's rounds
     # spread 20%, so five agreeing rounds do not say its level is known.
     monkeypatch.setattr(health, "read", lambda index: None)
-    plan = SamplingPlan(rounds=5, max_rounds=30, target_se=0.005, known_round_sd=0.2)
+    plan = sampling_plan(rounds=5, max_rounds=30, target_se=0.005, known_round_sd=0.2)
     kept, _, _ = timing.run_rounds(plan, 0, lambda i: timing.RoundSamples([1.0] * 4))
     assert len(kept) == 30
-    quiet = SamplingPlan(rounds=5, max_rounds=30, target_se=0.005, known_round_sd=0.002)
+    quiet = sampling_plan(rounds=5, max_rounds=30, target_se=0.005, known_round_sd=0.002)
     kept, _, _ = timing.run_rounds(quiet, 0, lambda i: timing.RoundSamples([1.0] * 4))
     assert len(kept) == 5

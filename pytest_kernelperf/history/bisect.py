@@ -2,7 +2,7 @@
 
 GOOD is checked out in a temporary git worktree and timed once (`pytest PYTEST_ARGS --kernelperf
 --kernelperf-json=...` in a fresh process). Then `git bisect run`, in a second worktree, runs the
-same pytest at each commit it picks and judges every measurement against GOOD's with `is_slower`:
+same pytest at each commit it picks and judges every measurement against GOOD's with `judge_against`:
 a commit is bad when one result is slower, skipped (exit 125) when it gives no result to compare.
 The first bad commit is reported with what changed against the run before it (its parent's when
 that was timed, else GOOD's): generated code per kernel, kernel inventory, autotune choices and
@@ -33,16 +33,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from pytest_kernelperf.model.result import Verdict
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord, split_nodeid
+from pytest_kernelperf.model.device import CARD_KEY
+from pytest_kernelperf.model.result import BenchResult
 from pytest_kernelperf.results import runfile
-from pytest_kernelperf.settings import DEFAULTS
-from pytest_kernelperf.verdict.judge import Rounds
-from pytest_kernelperf.verdict.judge import judge as round_judge
+from pytest_kernelperf.settings import DEFAULTS, argument_type
+from pytest_kernelperf.verdict.judgement import (
+    JudgementContext,
+    Measured,
+    failures,
+    judge_measurement,
+    noise_priors,
+    planned_judgements,
+)
 
 from .changepoints import attribute
 from .store import Point
 
-DEFAULT_THRESHOLD = 0.05
 SKIP = 125  # git bisect run: this commit cannot be judged
 EXIT_FOUND = 0  # a first bad commit
 EXIT_NO_SLOWDOWN = 1  # GOOD..BAD holds no slowdown
@@ -57,26 +64,102 @@ class BisectError(Exception):
     pass
 
 
-def is_slower(good_metric: Mapping[str, Any], candidate_metric: Mapping[str, Any], threshold: float) -> bool:
-    """The one judge of a bisection step: the plugin's own verdict (verdict/judge.py) on the
-    candidate's rounds against GOOD's, with `threshold` as the practical floor and the run's default
-    alpha. Both are a run file's `results[].device_time` objects; a side without rounds (a file from
-    before rounds) stands as one round of its median."""
-    good, candidate = _rounds(good_metric), _rounds(candidate_metric)
-    if good is None or candidate is None or good.method != candidate.method:
-        return False
-    verdict = round_judge(
-        candidate, good, device="bisect", threshold=threshold, alpha=DEFAULTS["alpha"], planned_judgements=1
-    )
-    return verdict.verdict is Verdict.SLOWER
-
-
-def _rounds(metric: Mapping[str, Any]) -> Rounds | None:
+def _record(metric: Mapping[str, Any]) -> MetricRecord | None:
+    """A run file's `results[].device_time` as the judge reads a stored metric; a side without rounds
+    (a file from before rounds) stands as one round of its median; None without a usable median."""
     median, rounds = metric.get("median_ms"), metric.get("rounds_ms") or []
-    values = [v for v in rounds if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
+    values = tuple(v for v in rounds if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0)
     if not isinstance(median, (int, float)) or isinstance(median, bool) or median <= 0:
         return None
-    return Rounds.stored(str(metric.get("method") or "unknown"), values, float(median))
+    step = metric.get("resolution_ms")
+    return MetricRecord(
+        method=str(metric.get("method") or "unknown"),
+        median_ms=float(median),
+        ci_ms=(float(median), float(median)),
+        n=0,
+        quantiles_ms=(),
+        rounds_ms=values,
+        resolution_ms=float(step) if isinstance(step, (int, float)) and step > 0 else None,
+    )
+
+
+def _card(result: Mapping[str, Any]) -> str | None:
+    """The card that measured a result, where its stored entry names it."""
+    entry = result.get("baseline_entry")
+    environment = entry.get("environment") if isinstance(entry, dict) else None
+    card = environment.get(CARD_KEY) if isinstance(environment, dict) else None
+    return str(card) if card else None
+
+
+@dataclass(frozen=True)
+class _Measurements:
+    """A run file's timed results, as the judgement reads them: per key, the device-time record,
+    and the whole run as a baseline set (its prior, its entries)."""
+
+    records: dict[Key, tuple[MetricRecord, str | None]]
+    settings: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, run: Mapping[str, Any]) -> _Measurements:
+        records = {}
+        for key, result in _results(run).items():
+            record = _record(result["device_time"])
+            if record is not None:
+                records[key] = (record, _card(result))
+        settings = run.get("settings")
+        return cls(records, settings if isinstance(settings, dict) else {})
+
+    def entry(self, key: Key) -> BaselineEntry | None:
+        found = self.records.get(key)
+        if found is None:
+            return None
+        record, card = found
+        return BaselineEntry(record, recorded="", environment={CARD_KEY: card} if card else {})
+
+    def alpha(self) -> float:
+        value = self.settings.get("alpha")
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1:
+            return float(value)
+        return float(DEFAULTS["alpha"])
+
+
+def _module_test(key: Key) -> tuple[str, str]:
+    module, test = split_nodeid(key[0])
+    return module, test if not key[1] else f"{test}::{key[1]}"
+
+
+def judge_against(
+    good: Mapping[str, Any], candidate: Mapping[str, Any], threshold: float
+) -> dict[Key, BenchResult]:
+    """Per result the two runs share: the candidate's judged against GOOD's, as a pytest
+    run or `compare` judges a measurement against its baseline (verdict/judgement.py): the noise
+    prior pooled from GOOD's results, alpha (GOOD's run setting) over the results judged, `threshold`
+    as the practical floor. Device time only (host latency never fails), and only the judgement
+    against GOOD: a max_ratio to a reference is the code's own, and would hold at GOOD too."""
+    goods, cands = _Measurements.of(good), _Measurements.of(candidate)
+    common = [k for k in goods.records if k in cands.records]
+    entries = {k: goods.entry(k) for k in common}
+    priors = noise_priors((k[2], e) for k, e in entries.items() if e is not None)
+    stored = [(_module_test(k)[0], EntryKey(_module_test(k)[1], k[2], k[3])) for k in common]
+    planned = {_module_test(k) for k in common}
+    out: dict[Key, BenchResult] = {}
+    for key in common:
+        record, card = cands.records[key]
+        context = JudgementContext(
+            threshold=threshold,
+            alpha=goods.alpha(),
+            host_threshold=float(DEFAULTS["host_threshold"]),
+            planned_judgements=planned_judgements(stored, planned, key[2]),
+            prior=priors.get(key[2]),
+            baseline_name="GOOD",
+        )
+        base = entries[key]
+        comparison, _ = judge_measurement(Measured(record, card=card), base, context, device=key[2])
+        judged = BenchResult(
+            key[0], key[1] or None, key[2], comparison.verdict, cache=key[3], comparison=comparison
+        )
+        out[key] = judged
+    return out
 
 
 def _results(run: Mapping[str, Any]) -> dict[Key, Mapping[str, Any]]:
@@ -91,17 +174,18 @@ def _results(run: Mapping[str, Any]) -> dict[Key, Mapping[str, Any]]:
 def judge(good: Mapping[str, Any], candidate: Mapping[str, Any], threshold: float) -> tuple[int, list[str]]:
     """(exit status for git bisect run, one line per compared result)."""
     goods, cands = _results(good), _results(candidate)
-    common = [k for k in goods if k in cands]
-    if not common:
+    if not any(k in cands for k in goods):
         return SKIP, ["no result in common with GOOD's run"]
-    lines, slow = [], False
-    for key in common:
+    failed = {
+        key: bool(failures(judged)) for key, judged in judge_against(good, candidate, threshold).items()
+    }
+    lines = []
+    for key in (k for k in goods if k in cands):
         g, c = goods[key]["device_time"], cands[key]["device_time"]
-        worse = is_slower(g, c, threshold)
-        slow = slow or worse
+        worse = failed.get(key, False)
         change = (c["median_ms"] / g["median_ms"] - 1) * 100 if g.get("median_ms") else 0.0
         lines.append(f"{'slower' if worse else 'ok':6} {_label(key)}: {change:+.1f}% against GOOD")
-    return (1 if slow else 0), lines
+    return (1 if any(failed.values()) else 0), lines
 
 
 def _label(key: Key) -> str:
@@ -244,9 +328,10 @@ def explain(
     """One line per result slower in `after` than in `before`, with its attribution."""
     lines = []
     olds, news = _results(before), _results(after)
+    judged = judge_against(before, after, threshold)
     for key, new in news.items():
         old = olds.get(key)
-        if old is None or not is_slower(old["device_time"], new["device_time"], threshold):
+        if old is None or key not in judged or not failures(judged[key]):
             continue
         a, b = _point(before, old, before_commit), _point(after, new, after_commit)
         change = (b.median_ms / a.median_ms - 1) * 100
@@ -495,16 +580,6 @@ def _not_narrowed(
     return EXIT_NOT_NARROWED
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a fraction: {text!r} (e.g. 0.05 or 5%)") from None
-    if not 0 < value < 10:
-        raise argparse.ArgumentTypeError(f"threshold {text!r} out of range")
-    return value
-
-
 def add_subparser(subparsers: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "bisect",
@@ -527,9 +602,10 @@ def add_subparser(subparsers: Any) -> argparse.ArgumentParser:
 def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--threshold",
-        type=_fraction,
-        default=DEFAULT_THRESHOLD,
-        help="relative slowdown that counts (default 5%%)",
+        type=argument_type("threshold"),
+        default=DEFAULTS["threshold"],
+        help=f"practical floor: the relative slowdown that counts, as for --kernelperf-threshold "
+        f"(default {DEFAULTS['threshold']:g})",
     )
     parser.add_argument("--repo", type=Path, default=Path("."), help="the git checkout (default: .)")
     parser.add_argument("--keep", action="store_true", help="keep the run files and the pytest log")

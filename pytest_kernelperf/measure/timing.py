@@ -51,7 +51,7 @@ class TimingError(RuntimeError):
     """The measurement could not be made (as opposed to a kernel that raised)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SamplingPlan:
     """A measurement is `rounds` rounds; each round warms up, then samples until it has at least
     `min_samples` samples and `min_time_s` seconds, for at most `max_time_s` seconds.
@@ -60,22 +60,26 @@ class SamplingPlan:
     for `round_warmup_s`, enough to start a fresh sampling window on a warm kernel. There is no
     early stop on the round's own precision: the noise that decides a verdict is the level a round
     lands on, which more samples in the same round do not average away.
+
+    The fields that options set have no default here: a run's plan comes from `Settings.plan()`,
+    which holds the options' one default each (settings.OPTIONS); tests and studies start from it
+    too (`pytest_kernelperf.testing.sampling_plan`).
     """
 
-    min_samples: int = 10
-    min_time_s: float = 0.01
-    max_time_s: float = 0.04
-    warmup_s: float = 0.025
+    min_samples: int
+    min_time_s: float
+    max_time_s: float
+    warmup_s: float
+    rounds: int
+    cache: str
+    # A kernel whose rounds (each its own placement) disagree gets more rounds, up to `max_rounds`,
+    # until the standard error of its level is at most `target_se` (relative). None: `rounds` only.
+    max_rounds: int | None
+    target_se: float
     round_warmup_s: float = 0.003
-    rounds: int = 5
-    cache: str = "hot"
     max_samples: int = 100_000
     prefer_method: str | None = None  # the baseline's method, so that auto stays comparable
     warm: bool = False  # first-call costs already paid (e.g. interleaved rounds): short warm-up only
-    # A kernel whose rounds (each its own placement) disagree gets more rounds, up to `max_rounds`,
-    # until the standard error of its level is at most `target_se` (relative). None: `rounds` only.
-    max_rounds: int | None = None
-    target_se: float = 0.005
     # The round SD (relative) the kernel's baseline showed: rounds that happen to agree (a
     # placement-sensitive kernel landing on good placements five times) do not stop the draw early.
     known_round_sd: float = 0.0

@@ -5,10 +5,10 @@ that move into the baseline that every later run is judged against. With N > 1 t
 after recording the tests itself, runs them again in N - 1 fresh processes, one at a time (processes
 timing on one GPU at once disturb each other). Each later process records the same tests with the
 autotuner choices of the first (it reads the first process's entries as its baselines, from a
-temporary folder), writes nothing, and hands its entries back in a JSON file; the main process adds
-them to its own as further recording processes (baselines/processes.py) before writing the files.
-The terminal says which process is running and how long each took, since a recording of N
-processes takes about N times as long.
+temporary folder), writes no baselines or reports (only its own artefacts), and hands its entries
+back in a JSON file; the main process adds them to its own as further recording processes
+(baselines/processes.py) before writing the files. The terminal says which process is running and
+how long each took, since a recording of N processes takes about N times as long.
 """
 
 from __future__ import annotations

@@ -3,9 +3,11 @@
 Only the main process (a plain run, or the pytest-xdist controller, or the parent of isolated
 tests) writes anything the user reads: baseline files, the JSON, markdown, plots, the GitHub step
 summary, the terminal table and the peak-bandwidth cache. An xdist worker, an isolated test's
-child and a later recording process hand what they measured to that process instead. Every writer
-asks the role kept in `config.stash[ROLE]`; plugins/run.py calls the writers only where the role
-writes.
+child and a later recording process hand what they measured to that process instead (a child and a
+later recording process in the JSON file their parent named). Every process writes the artefacts
+of its own measurements under --kernelperf-artifacts: per-GPU lock files and profiled calls'
+folders. Every writer of the user's files asks the role kept in `config.stash[ROLE]`;
+plugins/run.py calls the writers only where the role writes.
 """
 
 from __future__ import annotations

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate
 from pytest_kernelperf.baselines.yaml_io import BaselineError
-from pytest_kernelperf.kernel_bench import Callbacks, KernelBench, PastRuns, no_guard
+from pytest_kernelperf.kernel_bench import Callbacks, KernelBench, no_guard
 from pytest_kernelperf.measure.timing import Timer
-from pytest_kernelperf.model.baseline import split_nodeid
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, split_nodeid
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.model.result import BenchResult
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
 from pytest_kernelperf.settings import Settings
-from pytest_kernelperf.verdict.noise import HISTORY_MAX_RUNS
+from pytest_kernelperf.verdict.judgement import PastRuns, noise_priors, planned_judgements
 from pytest_kernelperf.verdict.prior import NoisePrior
 
 if TYPE_CHECKING:
@@ -90,11 +90,9 @@ class KernelperfSession:
         return self._deferred.pop(nodeid, [])
 
     def past_rounds(self, key: PastRuns) -> list[tuple[float, ...]] | None:
-        """The rounds of this measurement's past runs in the run history (`--kernelperf-history`)
-        that were judged "same" against the baseline it is judged against now (made since it was
-        recorded, with its timer method), oldest first; None without a history. A run that found a
-        regression is left out, so that the regression's own runs cannot widen the noise it is
-        judged against."""
+        """The rounds of the past runs `key` selects (verdict/judgement.py says which) in the run
+        history (`--kernelperf-history`), oldest first; None without a history, or one that cannot
+        be read."""
         history = self._history
         if history is None:
             return None
@@ -103,7 +101,7 @@ class KernelperfSession:
         series = SeriesKey(key.nodeid, key.name or "", key.device, key.cache, "device_time")
         try:
             return history.recent_rounds(
-                series, method=key.method, verdict="same", since=key.since, limit=HISTORY_MAX_RUNS
+                series, method=key.method, verdict=str(key.verdict), since=key.since, limit=key.limit
             )
         except sqlite3.Error:
             return None
@@ -134,25 +132,17 @@ class KernelperfSession:
         modules, and how many of those entries this run's tests will be judged against (the m of
         alpha / m; at least 1). Read once per device, on the first judgement."""
         if device not in self._baseline_sets:
-            prior, planned = NoisePrior(), 0
-            tests: dict[str, set[str]] = {}
-            for nodeid in self.planned_tests:
-                module, test = split_nodeid(nodeid)
-                tests.setdefault(module, set()).add(test)
-            for module, ids in tests.items():
+            planned = {split_nodeid(nodeid) for nodeid in self.planned_tests}
+            entries: list[tuple[str, EntryKey, BaselineEntry]] = []
+            for module in dict.fromkeys(split_nodeid(nodeid)[0] for nodeid in self.planned_tests):
                 try:
-                    entries = self.store.entries(self.store.path_for(module))
+                    found = self.store.entries(self.store.path_for(module))
                 except BaselineError:
                     continue  # the tests of that file fail with its error
-                for key, entry in entries.items():
-                    if key.device != device:
-                        continue
-                    for record in (entry.device_time, entry.host_latency):
-                        if record is not None and record.rounds_ms:
-                            prior.add(device, record.method, record.rounds_ms, record.process_rounds)
-                    if key.test in ids or key.test.rpartition("::")[0] in ids:
-                        planned += 1
-            self._baseline_sets[device] = (prior, max(1, planned))
+                entries.extend((module, key, entry) for key, entry in found.items() if key.device == device)
+            prior = noise_priors((device, entry) for _, _, entry in entries).get(device, NoisePrior())
+            m = planned_judgements(((module, key) for module, key, _ in entries), planned, device)
+            self._baseline_sets[device] = (prior, m)
         return self._baseline_sets[device]
 
     def _cached_device_info(self, kind: str) -> DeviceInfo:

@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_kernelperf.model.call import FRESH, CompileContext, TensorInput
+from pytest_kernelperf.model.call import CompileContext, TensorInput
 from pytest_kernelperf.profiling import inputs
-from pytest_kernelperf.profiling.autotune import BASELINE, FREE, AutotuneWatch
+from pytest_kernelperf.profiling.autotune import BASELINE, AutotuneWatch
 from pytest_kernelperf.profiling.dynamo_watch import CompileWatch
 
 
@@ -29,14 +29,17 @@ class CallRecord:
 
 
 class CallContext:
+    """`compile_context` and `autotune`: the modes of the run's settings (settings.OPTIONS holds
+    their defaults); `active` False (a check-only run) records nothing."""
+
     def __init__(
         self,
         fn: Callable[..., Any],
         args: Sequence[Any],
         kwargs: Mapping[str, Any],
         *,
-        compile_context: str = FRESH,
-        autotune: str = FREE,
+        compile_context: str,
+        autotune: str,
         active: bool = True,
         reference: Callable[..., Any] | None = None,
     ) -> None:

@@ -1,9 +1,9 @@
 """Operations on saved runs (the JSON of `--kernelperf-json`): compare two, merge shards, and turn a
 run into baseline entries. Pure module: no pytest, no torch.
 
-`compare_runs` judges NEW's rounds against the baseline entry OLD's measurement made, with the one
-judge a pytest run uses (verdict/judge.py): the noise prior pooled from OLD's entries per device and
-the level alpha / m, m the number of NEW's results OLD has a baseline for on that device. Comparing
+`compare_runs` judges NEW's rounds against the baseline entry OLD's measurement made, with the
+judgement a pytest run uses (verdict/judgement.py): the noise prior pooled from OLD's entries per
+device and the level alpha / m, m the number of OLD's entries NEW's timed tests are judged against. Comparing
 the JSON of an update run with the JSON of a later run gives the verdicts the later run gave against
 the baselines the update wrote, when that run read the same baseline set.
 """
@@ -17,17 +17,18 @@ from pathlib import Path
 from pytest_kernelperf import __version__
 from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate, file_for
 from pytest_kernelperf.formatting import utc_stamp
-from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey
 from pytest_kernelperf.model.device import CARD_KEY, DeviceInfo, Peak
-from pytest_kernelperf.model.result import BenchResult, Comparison, Verdict
+from pytest_kernelperf.model.result import BenchResult, Verdict
 from pytest_kernelperf.results.runfile import RunReport
 from pytest_kernelperf.settings import DEFAULTS
-from pytest_kernelperf.verdict.judge import Rounds, judge
-from pytest_kernelperf.verdict.prior import NoisePrior
-
-DEFAULT_THRESHOLD = DEFAULTS["threshold"]
-DEFAULT_ALPHA = DEFAULTS["alpha"]
-DEFAULT_HOST = DEFAULTS["host_threshold"]
+from pytest_kernelperf.verdict.judgement import (
+    JudgementContext,
+    Measured,
+    judge_measurement,
+    noise_priors,
+    planned_judgements,
+)
 
 ResultKey = tuple[str, str, str, str]  # module, test id, device, cache: one baseline entry
 
@@ -118,15 +119,14 @@ def judge_run(
     threshold: float | None = None,
     alpha: float | None = None,
 ) -> list[BenchResult]:
-    """NEW's results judged against baseline entries, as a pytest run would judge them: the noise
-    prior pooled from the entries per device, the level alpha / m with m the results that have an
-    entry. Threshold and alpha: the ones given, else those each result was judged with, else NEW's
-    run settings. Check-only results are returned as they are."""
-    priors = noise_priors(baselines)
-    planned: dict[str, int] = {}
-    for result in new.results:
-        if result.entry is not None and key_of(result) in baselines:
-            planned[result.device] = planned.get(result.device, 0) + 1
+    """NEW's results judged against baseline entries, as a pytest run would judge them
+    (verdict/judgement.py): the noise prior pooled from the entries per device, the level alpha / m
+    with m the entries NEW's timed results will be judged against. Threshold and alpha: the ones
+    given, else those each result was judged with, else NEW's run settings. Check-only results are
+    returned as they are."""
+    priors = noise_priors((device, entry) for (_, _, device, _), entry in baselines.items())
+    planned_tests = {_test_of(r) for r in new.results if _timed(r)}
+    stored = [(module, EntryKey(test, device, cache)) for module, test, device, cache in baselines]
     judged = []
     for result in new.results:
         if not _timed(result):  # checked only: nothing to compare
@@ -135,83 +135,36 @@ def judge_run(
         used = result.comparison
         t = threshold if threshold is not None else (used.threshold if used and used.threshold else None)
         a = alpha if alpha is not None else (used.alpha if used and used.alpha else None)
-        t = t if t is not None else _setting(new, "threshold", DEFAULT_THRESHOLD)
-        a = a if a is not None else _setting(new, "alpha", DEFAULT_ALPHA)
         host = result.host_comparison
-        host_t = host.threshold if host and host.threshold else _setting(new, "host_threshold", DEFAULT_HOST)
-        judgement = Judgement(t, a, host_t, planned.get(result.device, 1), priors.get(result.device))
-        judged.append(_judge(result, baselines.get(key_of(result)), source, judgement))
+        context = JudgementContext(
+            threshold=t if t is not None else _setting(new, "threshold", DEFAULTS["threshold"]),
+            alpha=a if a is not None else _setting(new, "alpha", DEFAULTS["alpha"]),
+            host_threshold=host.threshold
+            if host and host.threshold
+            else _setting(new, "host_threshold", DEFAULTS["host_threshold"]),
+            planned_judgements=planned_judgements(stored, planned_tests, result.device),
+            prior=priors.get(result.device),
+            baseline_name=source,
+        )
+        judged.append(_judge(result, baselines.get(key_of(result)), context))
     return judged
 
 
-def noise_priors(baselines: Mapping[ResultKey, BaselineEntry]) -> dict[str, NoisePrior]:
-    """Per device, the round noise of a baseline set (device time and host latency)."""
-    priors: dict[str, NoisePrior] = {}
-    for (_, _, device, _), entry in baselines.items():
-        prior = priors.setdefault(device, NoisePrior())
-        for record in (entry.device_time, entry.host_latency):
-            if record is not None and record.rounds_ms:
-                prior.add(device, record.method, record.rounds_ms, record.process_rounds)
-    return priors
-
-
-def _stored(record: MetricRecord, entry: BaselineEntry) -> Rounds:
-    return Rounds.of_stored(record, entry.environment.get(CARD_KEY))
-
-
-@dataclass(frozen=True)
-class Judgement:
-    threshold: float
-    alpha: float
-    host_threshold: float
-    planned: int
-    prior: NoisePrior | None
-
-
-def _judge(result: BenchResult, base: BaselineEntry | None, source: str, how: Judgement) -> BenchResult:
-    assert result.entry is not None and result.method is not None
-    common = {
-        "device": result.device,
-        "alpha": how.alpha,
-        "planned_judgements": how.planned,
-        "prior": how.prior,
-        "baseline_name": source,
-    }
-    mine = result.entry.device_time
-    comparison = judge(
-        _stored(mine, result.entry),
-        _stored(base.device_time, base) if base else None,
-        threshold=how.threshold,
-        throttling=result.throttling,
-        **common,  # type: ignore[arg-type]
+def _judge(result: BenchResult, base: BaselineEntry | None, context: JudgementContext) -> BenchResult:
+    entry = result.entry
+    assert entry is not None and result.method is not None
+    measured = Measured(entry.device_time, entry.host_latency, entry.environment.get(CARD_KEY))
+    comparison, host_comparison = judge_measurement(
+        measured, base, context, device=result.device, throttling=result.throttling
     )
-    if base is None:
-        return replace(
-            result,
-            verdict=Verdict.NEW,
-            comparison=comparison,
-            baseline_ms=None,
-            baseline_ci_ms=None,
-            baseline_file=source,
-            host_baseline_ms=None,
-            host_comparison=None,
-        )
-    host_comparison: Comparison | None = None
-    my_host, their_host = result.entry.host_latency, base.host_latency
-    if my_host is not None and their_host is not None:
-        host_comparison = judge(
-            _stored(my_host, result.entry),
-            _stored(their_host, base),
-            threshold=how.host_threshold,
-            **common,  # type: ignore[arg-type]
-        )
+    their_host = base.host_latency if base is not None else None
     return replace(
         result,
         verdict=comparison.verdict,
         comparison=comparison,
-        baseline_ms=base.device_time.level_ms,
-        baseline_ci_ms=base.device_time.round_range_ms,
-        baseline_file=source,
+        baseline_ms=base.device_time.level_ms if base is not None else None,
+        baseline_ci_ms=base.device_time.round_range_ms if base is not None else None,
+        baseline_file=context.baseline_name,
         host_baseline_ms=their_host.level_ms if their_host is not None else None,
         host_comparison=host_comparison,
     )

@@ -13,7 +13,8 @@ import pytest
 
 from pytest_kernelperf import cli
 from pytest_kernelperf.history import synthetic_runs as rf
-from pytest_kernelperf.history.bisect import SKIP, explain, is_slower, judge
+from pytest_kernelperf.history.bisect import SKIP, explain, judge, judge_against
+from pytest_kernelperf.verdict.judgement import failures
 
 CONFTEST = """
 import pytest
@@ -47,11 +48,24 @@ def test_mul(kernel_bench):
 """
 
 
-def test_is_slower_compares_medians_against_the_threshold() -> None:
-    assert is_slower({"median_ms": 1.0}, {"median_ms": 1.051}, 0.05)
-    assert not is_slower({"median_ms": 1.0}, {"median_ms": 1.049}, 0.05)
-    assert not is_slower({"median_ms": 1.0}, {"median_ms": 0.5}, 0.05)
-    assert not is_slower({"median_ms": None}, {"median_ms": 2.0}, 0.05)
+def test_a_side_without_rounds_is_judged_on_its_median_against_the_threshold() -> None:
+    def slower(good_ms: float | None, candidate_ms: float) -> bool:
+        key = ("t.py::test_a", "", "gpu", "hot")
+
+        def run(ms: float | None) -> dict[str, object]:
+            return {
+                "results": [
+                    {"nodeid": key[0], "device": "gpu", "cache": "hot", "device_time": {"median_ms": ms}}
+                ]
+            }
+
+        judged = judge_against(run(good_ms), run(candidate_ms), 0.05)
+        return key in judged and bool(failures(judged[key]))
+
+    assert slower(1.0, 1.051)
+    assert not slower(1.0, 1.049)
+    assert not slower(1.0, 0.5)
+    assert not slower(None, 2.0)
 
 
 def test_judge_skips_a_commit_with_nothing_to_compare() -> None:

@@ -1,0 +1,170 @@
+"""The judgement around the one judge (verdict/judge.py), once for every caller.
+
+A pytest run (kernel_bench.py), saved-run compare (results/saved_runs.py) and bisect
+(history/bisect.py) all judge a measurement the same way:
+
+* `JudgementContext`: what a judgement is made with (threshold, alpha, the host-latency threshold,
+  the planned judgements m of the level alpha / m, the noise prior, the kernel's past rounds);
+* `PastRuns`: which past runs in the run history teach a kernel's between-process noise;
+* `noise_priors` pools the prior from a baseline set, `planned_judgements` counts m: one rule each;
+* `judge_measurement` judges a measurement's stored metrics (device time and host latency) against
+  its baseline entry;
+* `failures` says why a judged result fails, if it does.
+
+Pure logic: no torch, no pytest.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord
+from pytest_kernelperf.model.device import CARD_KEY
+from pytest_kernelperf.model.result import NOT_JUDGED, BenchResult, Comparison, Throttling, Verdict
+from pytest_kernelperf.verdict.judge import Rounds, judge
+from pytest_kernelperf.verdict.noise import HISTORY_MAX_RUNS
+from pytest_kernelperf.verdict.prior import NoisePrior
+
+
+@dataclass(frozen=True)
+class JudgementContext:
+    """How one measurement is judged: the practical floors (device time, host latency), the suite's
+    false-alarm rate alpha and the planned judgements m it is shared among, the round-noise prior
+    of the baseline set, and the device-time rounds of the kernel's past runs (None: not known)."""
+
+    threshold: float
+    alpha: float
+    host_threshold: float
+    planned_judgements: int = 1
+    prior: NoisePrior | None = None
+    history: Sequence[Sequence[float]] | None = None
+    baseline_name: str = "baseline"  # how messages name the baseline ("OLD.json", "GOOD")
+
+
+@dataclass(frozen=True)
+class PastRuns:
+    """Which past runs of a measurement can teach its between-process noise: those of this test,
+    name, device and cache mode, timed with the baseline's method since the baseline was recorded,
+    and judged the same as it (a run that found a regression is left out, so that a regression's
+    own runs cannot widen the noise it is judged against); the newest `limit`, at most. The run
+    history answers it (plugins/session.py); the rule is the judgement's."""
+
+    nodeid: str
+    name: str | None
+    device: str
+    cache: str
+    method: str
+    since: str  # the baseline's `recorded` stamp
+    verdict: Verdict = Verdict.SAME
+    limit: int = HISTORY_MAX_RUNS
+
+    @classmethod
+    def of(cls, nodeid: str, name: str | None, cache: str, device: str, baseline: BaselineEntry) -> PastRuns:
+        return cls(nodeid, name, device, cache, baseline.device_time.method, baseline.recorded)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What is judged of a measurement: its stored metrics and the card that measured them."""
+
+    device_time: MetricRecord
+    host_latency: MetricRecord | None = None
+    card: str | None = None  # the GPU's identity (its UUID) where known
+
+
+def noise_priors(entries: Iterable[tuple[str, BaselineEntry]]) -> dict[str, NoisePrior]:
+    """Per device, the round noise of a baseline set: the rounds of every (device, entry), device
+    time and host latency, grouped by recording process."""
+    priors: dict[str, NoisePrior] = {}
+    for device, entry in entries:
+        prior = priors.setdefault(device, NoisePrior())
+        for record in (entry.device_time, entry.host_latency):
+            if record is not None and record.rounds_ms:
+                prior.add(device, record.method, record.rounds_ms, record.process_rounds)
+    return priors
+
+
+def planned_judgements(
+    entries: Iterable[tuple[str, EntryKey]], planned: Collection[tuple[str, str]], device: str
+) -> int:
+    """m of the level alpha / m on `device`: how many baseline entries (module, key) on it the
+    planned tests (module, test id) will be judged against, at least 1. An entry counts when its
+    test id, or the test its `::name` belongs to, is a planned test of its module."""
+    count = 0
+    for module, key in entries:
+        if key.device != device:
+            continue
+        if (module, key.test) in planned or (module, key.test.rpartition("::")[0]) in planned:
+            count += 1
+    return max(1, count)
+
+
+def _rounds(record: MetricRecord, card: str | None) -> Rounds:
+    return Rounds.of_stored(record, card)
+
+
+def judge_measurement(
+    measured: Measured,
+    baseline: BaselineEntry | None,
+    context: JudgementContext,
+    *,
+    device: str,
+    throttling: Throttling | None = None,
+) -> tuple[Comparison, Comparison | None]:
+    """The device-time comparison and, for a measurement with host latency, the host-latency one
+    (new where the baseline has none); without a baseline entry both are new."""
+    there = baseline.environment.get(CARD_KEY) if baseline is not None else None
+    common = {
+        "device": device,
+        "alpha": context.alpha,
+        "planned_judgements": context.planned_judgements,
+        "prior": context.prior,
+        "baseline_name": context.baseline_name,
+    }
+    comparison = judge(
+        _rounds(measured.device_time, measured.card),
+        _rounds(baseline.device_time, there) if baseline is not None else None,
+        threshold=context.threshold,
+        throttling=throttling,
+        history=context.history if baseline is not None else None,
+        **common,  # type: ignore[arg-type]
+    )
+    host = None
+    if measured.host_latency is not None:
+        base = baseline.host_latency if baseline is not None else None
+        host = judge(
+            _rounds(measured.host_latency, measured.card),
+            _rounds(base, there) if base is not None else None,
+            threshold=context.host_threshold,
+            **common,  # type: ignore[arg-type]
+        )
+    return comparison, host
+
+
+class Failure(str, enum.Enum):
+    """Why a judged result fails its test (and makes `compare` and a bisection step say bad)."""
+
+    SLOWER = "slower"  # significantly slower than its baseline, beyond the threshold
+    MAX_RATIO = "max_ratio"  # slower than its reference beyond kernel_bench(max_ratio=)
+    NOT_JUDGED = "not judged"  # new, incomparable or unreliable, under --kernelperf-strict
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def failures(result: BenchResult, *, strict: bool = False, update: bool = False) -> list[Failure]:
+    """Why `result` fails, in order; empty when it passes. The ratio to a reference is a property of
+    the code, not of a baseline: it fails updates too. A slower launch path (host latency) never
+    fails: it is listed under the summary table instead."""
+    found = []
+    if result.ratio is not None and result.ratio.exceeded:
+        found.append(Failure.MAX_RATIO)
+    if update:
+        return found
+    if result.verdict is Verdict.SLOWER:
+        found.append(Failure.SLOWER)
+    if strict and result.verdict in NOT_JUDGED:
+        found.append(Failure.NOT_JUDGED)
+    return found
