@@ -41,3 +41,4 @@ resample.every_baseline  # re-judging recorded rounds: studies/verdicts.py and v
 resample.simulate
 _.from_row
 _.rate
+_.moved_arguments  # Placed: whether a round's arguments moved, checked by the placement tests

@@ -116,7 +116,8 @@ def main() -> int:
                 z_scores[f"{side} {klass}"].append(math.log(comparison.ratio) / sd)
             changes[(side, again.label)][schedule].append(comparison.change_pct or 0.0)
         for factor in PLANTED:
-            slower = replace(run, results=[planted(r, 1 + factor) if r.entry else r for r in run.results])
+            shifted = tuple(planted(r, 1 + factor) if r.entry else r for r in run.results)
+            slower = replace(run, results=shifted)
             for result in judge_run(baselines, slower, source=str(folder)):
                 if result.baseline_ms is not None and result.comparison is not None:
                     klass = size_class(result.baseline_ms).label
@@ -128,7 +129,8 @@ def main() -> int:
     print("A/A verdicts (side, verdict): " + ", ".join(f"{k[0]} {k[1]} {v}" for k, v in sorted(aa.items())))
     figures["aa"] = {f"{k[0]} {k[1]}": v for k, v in aa.items()}
     print(
-        "\ncalibration: share of A/A changes beyond 2 and 3 SD of the judge's noise (5% and 0.3% if calibrated)"
+        "\ncalibration: share of A/A changes beyond 2 and 3 SD of the judge's noise"
+        " (5% and 0.3% if calibrated)"
     )
     for klass, zs in sorted(z_scores.items()):
         beyond2 = sum(abs(z) > 2 for z in zs) / len(zs)
@@ -139,7 +141,8 @@ def main() -> int:
         )
         figures["calibration"][klass] = {"n": len(zs), "z_sd": spread, "beyond2": beyond2, "beyond3": beyond3}
     print(
-        "\nschedule stability: kernels whose change moved most between schedules (max - min of schedule means)"
+        "\nschedule stability: kernels whose change moved most between schedules"
+        " (max - min of schedule means)"
     )
     moved = []
     for (side, label), by_schedule in changes.items():
