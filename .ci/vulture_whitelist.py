@@ -42,3 +42,12 @@ resample.simulate
 _.from_row
 _.rate
 _.moved_arguments  # Placed: whether a round's arguments moved, checked by the placement tests
+testing.FakeMemoryProbe  # a public test double, like ScriptedTimer
+# Phases of CallCost and RunCost, read by name (results/cost.py CALL_PHASES, RUN_PHASES).
+_.first_call
+_.baseline_io
+_.startup
+_.collection
+_.recording_processes
+_.baseline_writes
+_.peak_bandwidth

@@ -200,7 +200,8 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         judged.artifacts["json"] = str(args.json)
         _write(args.json, lambda: runfile.write(args.json, judged))
         print(f"wrote the JSON to {args.json}", file=out)
-    return 1 if any(r.verdict is Verdict.SLOWER for r in results) else 0
+    worse = any(r.verdict is Verdict.SLOWER or (r.memory is not None and r.memory.exceeded) for r in results)
+    return 1 if worse else 0
 
 
 def _plots(folder: Path, results: Sequence[BenchResult], run: runfile.RunReport, out: TextIO) -> list[Path]:

@@ -116,6 +116,9 @@ class BaselineEntry:
     compile_context: CompileContext | None = None
     autotune: dict[str, str] | None = None
     inputs: tuple[TensorInput, ...] | None = None
+    # Peak device memory of one call beyond its inputs, in bytes; None where not measured (a CPU, or
+    # an entry recorded before memory was measured).
+    peak_memory_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -149,7 +152,7 @@ def entries_from_data(data: Any) -> dict[EntryKey, BaselineEntry]:
 def entry_from_data(data: Any) -> BaselineEntry:
     """One entry from plain data; SchemaError names the field."""
     record = _mapping(data, (), "an entry")
-    _only_keys(record, {"recorded", "environment", "kernels", *METRICS, *CONTEXT_KEYS}, ())
+    _only_keys(record, {"recorded", "environment", "kernels", "peak_memory_bytes", *METRICS, *CONTEXT_KEYS}, ())
     for key in ("recorded", "device_time"):
         if key not in record:
             raise SchemaError((key,), f"missing {key}")
@@ -172,8 +175,25 @@ def entry_from_data(data: Any) -> BaselineEntry:
         recorded=recorded,
         environment=environment,
         kernels=None if kernels is None else _kernels(kernels),
+        peak_memory_bytes=_memory_bytes(record.get("peak_memory_bytes")),
         **_call_context(record),
     )
+
+
+# Far beyond any device's memory (16 EiB is 2^64): a figure beyond it is a corruption.
+_MAX_MEMORY_BYTES = 1 << 60
+
+
+def _memory_bytes(value: Any) -> int | None:
+    """peak_memory_bytes: a whole number of bytes, 0 or more; absent or null where not measured."""
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _MAX_MEMORY_BYTES:
+        raise SchemaError(
+            ("peak_memory_bytes",),
+            f"peak_memory_bytes must be a whole number of bytes (0 or more), got {value!r}",
+        )
+    return value
 
 
 # --- the call's context: compile context, autotuner choices, inputs (all optional) ---------------
@@ -529,6 +549,8 @@ def entry_to_data(entry: BaselineEntry) -> dict[str, Any]:
         data["autotune"] = dict(entry.autotune)
     if entry.inputs is not None:
         data["inputs"] = [input_to_data(t) for t in entry.inputs]
+    if entry.peak_memory_bytes is not None:
+        data["peak_memory_bytes"] = entry.peak_memory_bytes
     return data
 
 

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from pytest_kernelperf.baselines.schema import BaselineEntry
 from pytest_kernelperf.ids import entry_test_id, split_nodeid
 from pytest_kernelperf.profiling.compile_context import CompileContext
+from pytest_kernelperf.results.cost import CallCost
 from pytest_kernelperf.verdict.judge import Comparison, Throttling, Verdict
+from pytest_kernelperf.verdict.memory import MemoryCheck
 from pytest_kernelperf.verdict.ratio import RatioCheck
 
 
@@ -58,6 +60,10 @@ class BenchResult:
     throttled_rounds: int = 0
     throttling: Throttling | None = None
     placements: int = 0  # rounds measured each at its own memory placement (0: the process's)
+    # Peak device memory of one call beyond its inputs, judged against the baseline's (None: not
+    # measured, e.g. on a CPU), and the seconds of the call's phases (None: from an older run file).
+    memory: MemoryCheck | None = None
+    cost: CallCost | None = None
 
     @property
     def label(self) -> str:
@@ -78,6 +84,10 @@ class BenchResult:
         """How torch.compile compiled the measured call (None: no compiled code, or not timed);
         carried by `entry`, like the autotuner choices and inputs."""
         return self.entry.compile_context if self.entry is not None else None
+
+    @property
+    def peak_memory_bytes(self) -> int | None:
+        return self.memory.peak_bytes if self.memory is not None else None
 
     @property
     def change_pct(self) -> float | None:

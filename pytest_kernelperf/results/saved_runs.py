@@ -24,6 +24,7 @@ from pytest_kernelperf.results.runfile import RunReport
 from pytest_kernelperf.results.throughput import Peak
 from pytest_kernelperf.settings import DEFAULTS
 from pytest_kernelperf.verdict.judge import Comparison, Rounds, Verdict, judge
+from pytest_kernelperf.verdict.memory import MemoryCheck, judge_memory
 from pytest_kernelperf.verdict.prior import NoisePrior
 
 DEFAULT_THRESHOLD = DEFAULTS["threshold"]
@@ -196,6 +197,7 @@ def _judge(result: BenchResult, base: BaselineEntry | None, source: str, how: Ju
             baseline_file=source,
             host_baseline_ms=None,
             host_comparison=None,
+            memory=_memory(result, None),
         )
     host_comparison: Comparison | None = None
     my_host, their_host = result.entry.host_latency, base.host_latency
@@ -215,7 +217,17 @@ def _judge(result: BenchResult, base: BaselineEntry | None, source: str, how: Ju
         baseline_file=source,
         host_baseline_ms=their_host.level_ms if their_host is not None else None,
         host_comparison=host_comparison,
+        memory=_memory(result, base),
     )
+
+
+def _memory(result: BenchResult, base: BaselineEntry | None) -> MemoryCheck | None:
+    """The result's peak device memory judged against `base`'s, with the threshold it was judged
+    with in its own run."""
+    if result.memory is None:
+        return None
+    recorded = base.peak_memory_bytes if base is not None else None
+    return judge_memory(result.memory.peak_bytes, recorded, result.memory.threshold)
 
 
 def merge_runs(runs: Sequence[RunReport], sources: Sequence[str], output: str | None = None) -> RunReport:
