@@ -27,7 +27,7 @@ calls = []
 def slow(x):
     calls.append(1)
     if len(calls) == 1:
-        time.sleep(0.4)
+        time.sleep(0.25)
     return x * 2
 
 def test_slow(kernel_bench):
@@ -60,7 +60,7 @@ def test_a_slow_first_call_is_said_while_it_runs_and_timed(project: Project) -> 
 
 def test_steps_shorter_than_the_threshold_say_nothing(project: Project) -> None:
     project.monkeypatch.delenv(AFTER_VARIABLE, raising=False)
-    project.module(SLOW_FIRST_CALL)  # 0.4 s, under the default 5 s
+    project.module(SLOW_FIRST_CALL)  # 0.25 s, under the default 5 s
     result = project.run("-q")
     result.assert_outcomes(passed=2)
     assert not [line for line in result.stdout.lines if " ..." in line]
