@@ -66,6 +66,57 @@ def test_steps_shorter_than_the_threshold_say_nothing(project: Project) -> None:
     assert not [line for line in result.stdout.lines if " ..." in line]
 
 
+# A module that takes a while to import (an extension built at import time) and a fixture that
+# takes a while to set up (one built in a fixture); the second test also captures with capsys.
+SLOW_IMPORT_AND_SETUP = """
+import time
+
+import pytest
+import torch
+
+time.sleep(0.1)
+
+@pytest.fixture
+def built():
+    time.sleep(0.1)
+    return lambda x: x * 2
+
+def kernel(x):
+    return x * 2
+
+kernel.fake_ms = 1.0
+
+def test_built(kernel_bench, built):
+    kernel_bench(kernel, torch.ones(8), reference=built)
+
+def test_captured(kernel_bench, built, capsys):
+    print("captured by capsys")
+    kernel_bench(kernel, torch.ones(8), name="again", reference=built)
+    assert capsys.readouterr().out == "captured by capsys\\n"
+"""
+
+
+def test_slow_imports_and_fixtures_are_said_in_a_timed_run(project: Project) -> None:
+    project.monkeypatch.setenv(AFTER_VARIABLE, "0.02")
+    project.module(SLOW_IMPORT_AND_SETUP)
+    seed_peak_cache(project.pytester.path)  # the peak is read, not measured: no step of its own
+    result = project.run("--kernelperf")
+    result.assert_outcomes(passed=2)
+    lines = result.stdout.lines
+    assert "kernelperf: importing test_kernels.py (collection) ..." in lines
+    assert "kernelperf: setting up test_kernels.py::test_built ..." in lines
+    # capsys is set up on the main thread meanwhile: timed, not announced while it runs.
+    assert "kernelperf: setting up test_kernels.py::test_captured ..." not in lines
+    said = [line for line in lines if line.startswith("kernelperf: ") and line.endswith(" s")]
+    assert [line.split(" ... ")[0] for line in said] == [
+        "kernelperf: importing test_kernels.py (collection)",
+        "kernelperf: setting up test_kernels.py::test_built",
+        "kernelperf: setting up test_kernels.py::test_captured",
+    ]
+    # Capturing was left as pytest had it: its own lines and the table reached the terminal.
+    result.stdout.fnmatch_lines(["collected 2 items", "*= kernelperf =*", "kernelperf: 2 new"])
+
+
 @pytest.mark.slow
 def test_xdist_workers_write_no_progress(project: Project) -> None:
     project.monkeypatch.setenv(AFTER_VARIABLE, "0.02")

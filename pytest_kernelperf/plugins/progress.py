@@ -12,9 +12,10 @@ Only the main process writes (plugin.py enables it there): an xdist worker's or 
 output is not the user's terminal. Lines go through pytest's terminal reporter on a fresh line
 (`ensure_newline`, so never inside the progress dots) with output capturing suspended for the
 line, so a test's own captured output stays captured and the line reaches the terminal. The timer
-thread writes only while its step runs (a lock orders it against the step's end), and nothing is
-written once the session has ended. While the line is written, output the test itself writes at
-that instant is not captured: the one race of writing during a test.
+thread writes only while its step runs (a lock orders it against the step's end, which comes before
+pytest suspends capturing at the end of the collector or test phase), and nothing is written once
+the session has ended. While the line is written, output the test itself writes at that instant is
+not captured: the one race of writing during a test.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 import pytest
 
 AFTER_VARIABLE = "KERNELPERF_PROGRESS_AFTER"
+CAPTURE_FIXTURES = frozenset({"capsys", "capsysbinary", "capfd", "capfdbinary", "capteesys"})
 DEFAULT_AFTER_S = 5.0
 
 
@@ -63,9 +65,10 @@ class Progress:
         self._timers: set[threading.Timer] = set()
 
     @contextlib.contextmanager
-    def step(self, what: str, *, announce: bool = False) -> Iterator[None]:
+    def step(self, what: str, *, announce: bool = False, watch: bool = True) -> Iterator[None]:
         """Run the block as a step named `what`: announced after the threshold (at once with
-        `announce`), and its duration written when it ends if it was announced or took longer."""
+        `announce`; never while it runs without `watch`), and its duration written when it ends if
+        it was announced or took longer."""
         if not self.enabled or self._closed:
             yield
             return
@@ -73,7 +76,7 @@ class Progress:
         timer: threading.Timer | None = None
         if announce:
             self._started(state)
-        else:
+        elif watch:
             timer = threading.Timer(self.after, self._started, (state,))
             timer.daemon = True
             with self._lock:
@@ -127,7 +130,11 @@ class Progress:
 
     # -- pytest hooks: steps outside kernel_bench ----------------------------------------------
 
-    @pytest.hookimpl(wrapper=True)
+    # Both wrappers run inside pytest's capturing of the collector or the test (trylast: innermost),
+    # so a step always ends, waiting for a line being written, before pytest suspends capturing and
+    # reads what was captured.
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_make_collect_report(self, collector: pytest.Collector) -> Any:
         """Importing a test module: where a CUDA extension built at import time spends its minute."""
         if not (self.timed_run and isinstance(collector, pytest.Module)):
@@ -135,12 +142,15 @@ class Progress:
         with self.step(f"importing {collector.nodeid} (collection)"):
             return (yield)
 
-    @pytest.hookimpl(wrapper=True)
+    @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Any:
-        """Setting up a test that uses kernel_bench: its fixtures may build or compile kernels."""
-        if "kernel_bench" not in getattr(item, "fixturenames", ()):
+        """Setting up a test that uses kernel_bench: its fixtures may build or compile kernels. A
+        test that also captures with capsys or capfd has its capturing set up by the main thread
+        meanwhile: its setup is timed, but not announced from the timer thread."""
+        names = getattr(item, "fixturenames", ())
+        if "kernel_bench" not in names:
             return (yield)
-        with self.step(f"setting up {item.nodeid}"):
+        with self.step(f"setting up {item.nodeid}", watch=not CAPTURE_FIXTURES.intersection(names)):
             return (yield)
 
     @pytest.hookimpl(trylast=True)
