@@ -89,10 +89,11 @@ def test_an_update_records_the_peak_and_a_growth_beyond_the_threshold_fails(memo
     assert entry.peak_memory_bytes == 64 * MiB
     assert "peak_memory_bytes: 67108864" in project.baseline_file.read_text()
 
-    grown = run(project, "--kernelperf", peak=128 * MiB)
+    grown = run(project, "--kernelperf", "-v", "--junitxml=junit.xml", peak=128 * MiB)
     grown.assert_outcomes(failed=1)
     grown.stdout.fnmatch_lines(
         [
+            "test_kernels.py::test_kernel FAILED (same +0.0%, memory over its threshold)*",
             "device memory grew in test_kernels.py::test_kernel on *: peak 128 MiB (134217728 bytes) beyond "
             "the inputs vs baseline 64 MiB (67108864 bytes): +64 MiB, +100.0%, more than the +6.4 MiB "
             "allowed (memory_threshold 10%, at least 1 MiB).",
@@ -104,6 +105,9 @@ def test_an_update_records_the_peak_and_a_growth_beyond_the_threshold_fails(memo
             "kernelperf: 1 same, 1 over memory_threshold",
         ]
     )
+    junit = (project.pytester.path / "junit.xml").read_text()
+    assert '"kernelperf.peak_memory_bytes" value="134217728"' in junit
+    assert '"kernelperf.memory_exceeded" value="yes"' in junit
     memory = result_of(project)["memory"]
     assert memory == {
         "peak_bytes": 128 * MiB,
