@@ -4,12 +4,12 @@ name in .ci/run; everything else is listed here with the reason it stays."""
 
 from vulture.whitelist_utils import Whitelist
 
-from pytest_kernelperf import plugin, testing
-from pytest_kernelperf.baselines import atomic
+from pytest_kernelperf import atomic, plugin, testing
 from pytest_kernelperf.baselines.yaml_io import _Dumper
 from pytest_kernelperf.history import bisect, browser, portable
 from pytest_kernelperf.history.store import HistoryStore
 from pytest_kernelperf.kernel_bench import KernelBench
+from pytest_kernelperf.measure.placement import Placed
 from pytest_kernelperf.verdict import resample
 from pytest_kernelperf.verdict.stats import Summary
 
@@ -37,13 +37,13 @@ browser.wait_ready
 portable.portable_note  # called by the session for "new" results and by the history CLI
 HistoryStore.append_run  # --kernelperf-history
 atomic.GITIGNORE_LINE  # the .gitignore line docs/ci.md gives, checked by a test
+Placed.moved_arguments  # whether a round's arguments were copied: checked by the placement tests
 resample.every_baseline  # re-judging recorded rounds: studies/verdicts.py and verdict_simulation.py
 resample.simulate
 _.from_row
 _.rate
-_.moved_arguments  # Placed: whether a round's arguments moved, checked by the placement tests
 testing.FakeMemoryProbe  # a public test double, like ScriptedTimer
-# Phases of CallCost and RunCost, read by name (results/cost.py CALL_PHASES, RUN_PHASES).
+# Phases of CallCost and RunCost, read by name (model/result.py CALL_PHASES, results/cost.py RUN_PHASES).
 _.first_call
 _.baseline_io
 _.startup

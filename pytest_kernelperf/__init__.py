@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_kernelperf.results.result import BenchResult
-from pytest_kernelperf.verdict.judge import Verdict
+from pytest_kernelperf.model.result import BenchResult, Verdict
 
 __all__ = ["BenchResult", "Verdict"]
 __version__ = "0.1.0"

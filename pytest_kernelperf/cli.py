@@ -19,10 +19,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from pytest_kernelperf.model.result import BenchResult, Verdict
 from pytest_kernelperf.results import render, runfile, saved_runs
-from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.settings import DEFAULTS
-from pytest_kernelperf.verdict.judge import Verdict, parse_fraction, parse_threshold
+from pytest_kernelperf.verdict.judge import parse_fraction, parse_threshold
 
 ANSI = {"bad": "\x1b[31;1m", "good": "\x1b[32m", "warn": "\x1b[33m", "bold": "\x1b[1m"}
 RESET = "\x1b[0m"

@@ -1,12 +1,17 @@
-"""How times and numbers are written into files: UTC timestamps and significant-digit rounding.
+"""How times, numbers and paths are written: UTC timestamps, significant-digit rounding, the paths
+of a call's profile artefacts.
 
 One spelling each, so that a baseline's `recorded`, a run's `created` and the peak cache's date
-compare and sort alike, and so that rounding in baselines, JSON and JUnit properties agrees.
+compare and sort alike, so that rounding in baselines, JSON and JUnit properties agrees, and so that
+a regression message and the terminal summary name a profile's files alike.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import os
+from collections.abc import Sequence
+from pathlib import Path
 
 STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
@@ -22,3 +27,28 @@ def utc_stamp(moment: _dt.datetime | None = None) -> str:
 def significant(value: float, digits: int = 6) -> float:
     """`value` rounded to `digits` significant digits (six: far below any timing's noise, short diffs)."""
     return float(f"{value:.{digits}g}")
+
+
+def display_path(path: Path | str) -> str:
+    """`path` relative to the working directory when it lies below it (shorter messages)."""
+    text = str(path)
+    try:
+        relative = os.path.relpath(text)
+    except ValueError:  # another drive on Windows
+        return text
+    return text if relative.startswith("..") else relative
+
+
+def artifact_line(artifacts: Sequence[str | Path]) -> str | None:
+    """`<folder> (file, file, code/...)` for the files of one call's profile."""
+    if not artifacts:
+        return None
+    paths = [Path(p) for p in artifacts]
+    folder = Path(os.path.commonpath([str(p.parent) for p in paths]))
+    names: list[str] = []
+    for path in paths:
+        relative = path.relative_to(folder).as_posix()
+        top = relative.split("/", 1)[0] + "/" if "/" in relative else relative
+        if top not in names:
+            names.append(top)
+    return f"{display_path(folder)} ({', '.join(names)})"

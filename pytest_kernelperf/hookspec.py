@@ -12,9 +12,9 @@ import pluggy
 if TYPE_CHECKING:
     import pytest
 
-    from pytest_kernelperf.measure.device import DeviceInfo
     from pytest_kernelperf.measure.memory import MemoryReading, MemoryRequest
     from pytest_kernelperf.measure.timing import Timer
+    from pytest_kernelperf.model.device import DeviceInfo
     from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
     from pytest_kernelperf.settings import Settings
 

@@ -1,8 +1,7 @@
-"""Node ids, baseline keys, kernel_bench names and the file names made from them, in one place.
+"""kernel_bench names, and the file names and table cells made from ids and names, in one place.
 
-The baseline key of a measurement (module, test id, `::name`) is built here for in-run updates,
-run-JSON updates and unused-entry checks alike: they must agree to the character. No pytest, no
-torch.
+The baseline key of a measurement (module, test id, `::name`) is spelled in model/baseline.py
+(split_nodeid, entry_test_id). No pytest, no torch.
 """
 
 from __future__ import annotations
@@ -17,19 +16,6 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 MAX_FILE_PART = 120  # characters of a file or folder name made from an id (file systems allow 255 bytes)
 MAX_DISPLAY = 40  # characters of a name shown in a table cell
-
-
-def split_nodeid(nodeid: str) -> tuple[str, str]:
-    """(module path, test id within the module): `a/test_x.py::TestK::test_y[1]` ->
-    (`a/test_x.py`, `TestK::test_y[1]`). A node id without `::` is its own test id."""
-    module, _, test = nodeid.partition("::")
-    return module, test or module
-
-
-def entry_test_id(nodeid: str, name: str | None) -> str:
-    """The test id a baseline entry is stored under: the test id, then `::name` for a named call."""
-    test = split_nodeid(nodeid)[1]
-    return test if name is None else f"{test}::{name}"
 
 
 def check_name(name: object) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from pytest_kernelperf import call_arguments
-from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord, as_stored
+from pytest_kernelperf.baselines.schema import as_stored
 from pytest_kernelperf.baselines.store import BaselineStore
 from pytest_kernelperf.baselines.yaml_io import BaselineError
 from pytest_kernelperf.correctness import (
@@ -28,9 +29,9 @@ from pytest_kernelperf.correctness import (
     snapshot,
 )
 from pytest_kernelperf.formatting import utc_stamp
-from pytest_kernelperf.ids import check_name, entry_test_id, split_nodeid
+from pytest_kernelperf.ids import check_name
 from pytest_kernelperf.measure import placement
-from pytest_kernelperf.measure.device import CARD_KEY, DeviceInfo
+from pytest_kernelperf.measure.clock import Clock, active
 from pytest_kernelperf.measure.memory import MemoryReading, MemoryRequest
 from pytest_kernelperf.measure.placement import Placements
 from pytest_kernelperf.measure.roofline import tensor_bytes
@@ -43,17 +44,31 @@ from pytest_kernelperf.measure.timing import (
     TimingError,
     merge_rounds,
 )
+from pytest_kernelperf.model.baseline import (
+    BaselineEntry,
+    EntryKey,
+    MetricRecord,
+    entry_test_id,
+    split_nodeid,
+)
+from pytest_kernelperf.model.device import CARD_KEY, DeviceInfo
+from pytest_kernelperf.model.result import (
+    NOT_JUDGED,
+    BenchResult,
+    MemoryCheck,
+    RatioCheck,
+    Throttling,
+    Verdict,
+)
 from pytest_kernelperf.profiling.call_context import CallContext, CallRecord
 from pytest_kernelperf.profiling.capture import PROFILED_CALLS, CallProfile, ProfileRequest, artifact_folder
 from pytest_kernelperf.profiling.explain import context_notes, regression_details
-from pytest_kernelperf.results import cost
-from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict import noise, stats
-from pytest_kernelperf.verdict.judge import NOT_JUDGED, Rounds, Throttling, Verdict, judge
-from pytest_kernelperf.verdict.memory import MemoryCheck, judge_memory, memory_message
-from pytest_kernelperf.verdict.prior import NoisePrior
-from pytest_kernelperf.verdict.ratio import RatioCheck, check_ratio, ratio_message, validate_max_ratio
+from pytest_kernelperf.verdict.judge import Rounds, judge
+from pytest_kernelperf.verdict.memory import judge_memory, memory_message
+from pytest_kernelperf.verdict.prior import NoisePrior, groups, within_variance
+from pytest_kernelperf.verdict.ratio import check_ratio, ratio_message, validate_max_ratio
 
 UPDATE_HINT = "If the change is intended, record new baselines with `pytest --kernelperf-update-baselines`."
 
@@ -139,7 +154,7 @@ class KernelBench:
         self._hooks = hooks
         self._names: set[str | None] = set()
         self._module = split_nodeid(nodeid)[0]
-        self._clock = cost.Clock()  # the phases of the call in progress (results/cost.py)
+        self._clock = Clock()  # the phases of the call in progress (measure/clock.py)
 
     # -- public ------------------------------------------------------------------------------
 
@@ -160,7 +175,7 @@ class KernelBench:
         **kwargs: Any,
     ) -> BenchResult:
         __tracebackhide__ = True
-        self._clock = cost.Clock()
+        self._clock = Clock()
         try:
             return self._call(
                 fn,
@@ -264,7 +279,7 @@ class KernelBench:
         """Check `fn` against `reference` without timing it (e.g. Triton's CPU interpreter, whose
         timings mean nothing); reported as checked, with `why`."""
         __tracebackhide__ = True
-        self._clock = cost.Clock()
+        self._clock = Clock()
         try:
             with self._hooks.guard(fn, name):
                 self._claim(name)
@@ -460,11 +475,14 @@ class KernelBench:
         placements = self._placements(fn, arguments, saved, device)
         target = Target(call, device, label=key.test, fn=fn, prepare=prepare, placements=placements)
         plan = self.settings.plan(prefer)
+        if baseline is not None and baseline.device_time.rounds_ms:
+            parts = groups(baseline.device_time.rounds_ms, baseline.device_time.process_rounds)
+            plan = replace(plan, known_round_sd=math.sqrt(within_variance(parts)[0]))
         reference: Timing | None = None
         try:
             with (
                 self._step("rounds", f"timing {self._label(name)}", less=("warmup",)),
-                cost.active(self._clock),
+                active(self._clock),
             ):
                 if versus is None:
                     timing = timer.measure(target, plan)
@@ -741,7 +759,12 @@ class KernelBench:
             )
         if result.verdict is Verdict.SLOWER:
             assert baseline is not None
-            details = regression_details(baseline, environment, profiled, current=result.entry)
+            assert result.median_ms is not None
+            # The headline's figures (regression_message): one ratio for the verdict and the diagnosis.
+            call_ms = (baseline.device_time.level_ms, result.median_ms)
+            details = regression_details(
+                baseline, environment, profiled, current=result.entry, call_ms=call_ms
+            )
             self._hooks.defer(regression_message(result, baseline, path, details))
         if result.verdict in NOT_JUDGED:
             why = _not_judged(result, path, self.settings.cache)

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from pytest_kernelperf import hookspec
-from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.faults import FaultGuard
 from pytest_kernelperf.measure.memory import MemoryReading, MemoryRequest
 from pytest_kernelperf.measure.timing import Timer, make_timer
+from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.plugins.gpus import GpuPlacement
 from pytest_kernelperf.plugins.progress import Progress
 from pytest_kernelperf.plugins.role import ROLE, Role

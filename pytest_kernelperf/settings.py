@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_kernelperf.measure.timing import CACHE_MODES, METHODS, PLACEMENT_MODES, SamplingPlan
+from pytest_kernelperf.measure.timing import SamplingPlan
+from pytest_kernelperf.model.call import MODES as MODES_COMPILE
+from pytest_kernelperf.model.names import CACHE_MODES, METHODS, PLACEMENT_MODES
 from pytest_kernelperf.profiling.autotune import MODES as MODES_AUTOTUNE
-from pytest_kernelperf.profiling.compile_context import MODES as MODES_COMPILE
 from pytest_kernelperf.verdict.judge import parse_fraction, parse_threshold
 
 

@@ -34,9 +34,9 @@ from pytest_kernelperf.formatting import significant
 from pytest_kernelperf.measure import health as health_mod
 from pytest_kernelperf.measure.memory import MemoryReading, MemoryRequest
 from pytest_kernelperf.measure.timing import Metric, SamplingPlan, Target, Timing
+from pytest_kernelperf.model.call import KernelRecord
 from pytest_kernelperf.profiling import inventory
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
-from pytest_kernelperf.profiling.inventory import KernelRecord
 
 SEED_VARIABLE = "KERNELPERF_SCRIPTED_SEED"
 

@@ -30,8 +30,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pytest_kernelperf.model.result import Verdict
 from pytest_kernelperf.settings import DEFAULTS
-from pytest_kernelperf.verdict.judge import Rounds, Verdict, judge
+from pytest_kernelperf.verdict.judge import Rounds, judge
 from pytest_kernelperf.verdict.noise import HISTORY_MIN_RUNS, geometric_mean, size_class
 from pytest_kernelperf.verdict.prior import NoisePrior, history_variance
 from studies.study_common import load_run

@@ -29,8 +29,8 @@ def measure_here(calls: int) -> dict[str, list[int]]:
     import torch
 
     from example_kernels.gelu import IMPLEMENTATIONS
-    from pytest_kernelperf.measure.device import DeviceInfo
     from pytest_kernelperf.measure.memory import MemoryRequest, peak_memory
+    from pytest_kernelperf.model.device import DeviceInfo
 
     device = DeviceInfo("cuda", torch.cuda.get_device_name(0), 0)
     x = torch.randn(1 << 24, device="cuda")

@@ -29,12 +29,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_kernelperf.baselines.schema import BaselineEntry, MetricRecord
 from pytest_kernelperf.baselines.store import BaselineStore
+from pytest_kernelperf.model.baseline import BaselineEntry, MetricRecord
+from pytest_kernelperf.model.result import BenchResult, Verdict
 from pytest_kernelperf.results import runfile
-from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.results.saved_runs import ResultKey, judge_run, key_of
-from pytest_kernelperf.verdict.judge import Verdict
+from pytest_kernelperf.verdict.judge import CARD_LEVEL_SD
 from pytest_kernelperf.verdict.noise import size_class
 
 PLANTED = (0.01, 0.02, 0.03, 0.05, 0.10)
@@ -42,13 +42,28 @@ PLANTED = (0.01, 0.02, 0.03, 0.05, 0.10)
 REAL_SLOWER = ("acq_rel", "relaxed")
 
 
-def baselines_of(folder: Path, modules: set[str]) -> dict[ResultKey, BaselineEntry]:
+def baselines_of(
+    folder: Path, modules: set[str], processes: int | None = None
+) -> dict[ResultKey, BaselineEntry]:
+    """The baseline entries of `modules`; with `processes`, each entry cut to its first recording
+    processes (what a recording with fewer processes would have stored)."""
     store = BaselineStore(folder)
     entries: dict[ResultKey, BaselineEntry] = {}
     for module in modules:
-        for key, entry in store.entries(store.path_for(module)).items():
-            entries[(module, key.test, key.device, key.cache)] = entry
+        for key, stored in store.entries(store.path_for(module)).items():
+            cut = stored
+            if processes is not None:
+                cut = replace(stored, device_time=first_processes(stored.device_time, processes))
+            entries[(module, key.test, key.device, key.cache)] = cut
     return entries
+
+
+def first_processes(record: MetricRecord, count: int) -> MetricRecord:
+    if not record.process_rounds or len(record.process_rounds) <= count:
+        return record
+    kept = record.process_rounds[:count]
+    rounds = record.rounds_ms[: sum(kept)]
+    return replace(record, rounds_ms=rounds, process_rounds=kept if count > 1 else ())
 
 
 def scaled(record: MetricRecord, factor: float) -> MetricRecord:
@@ -77,6 +92,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cards", type=Path, nargs="+", help="verdict_study.py folders, one per card")
     parser.add_argument("--json", type=Path, help="write the figures as JSON")
+    parser.add_argument(
+        "--baseline-processes", type=int, help="judge against each entry's first N recording processes only"
+    )
     args = parser.parse_args()
     runs: list[tuple[str, str, Path, runfile.RunReport]] = []  # card, label, baseline dir, run
     for card in args.cards:
@@ -95,7 +113,7 @@ def main() -> int:
     caught: dict[tuple[float, str], list[bool]] = defaultdict(list)
     for card, label, folder, run in runs:
         modules = {r.module for r in run.results}
-        baselines = baselines_of(folder, modules)
+        baselines = baselines_of(folder, modules, args.baseline_processes)
         judged = judge_run(baselines, run, source=str(folder))
         schedule, side = schedule_of(label)
         counts = Counter(r.verdict.value for r in judged)
@@ -111,13 +129,16 @@ def main() -> int:
             if again.verdict in (Verdict.SLOWER, Verdict.FASTER):
                 print(f"  A/A {again.verdict.value} {comparison.change_pct:+.2f}% {label}: {again.label}")
             klass = size_class(again.baseline_ms).label
-            sd = math.hypot(comparison.noise_sd or 0.0, comparison.process_sd or 0.0)
+            card_sd = CARD_LEVEL_SD if side == "other" else 0.0
+            parts = (comparison.noise_sd or 0.0, comparison.process_sd or 0.0, card_sd)
+            sd = math.sqrt(math.fsum(p**2 for p in parts))
             if sd > 0:
                 z_scores[f"{side} {klass}"].append(math.log(comparison.ratio) / sd)
             changes[(side, again.label)][schedule].append(comparison.change_pct or 0.0)
         for factor in PLANTED:
-            shifted = tuple(planted(r, 1 + factor) if r.entry else r for r in run.results)
-            slower = replace(run, results=shifted)
+            slower = replace(
+                run, results=tuple(planted(r, 1 + factor) if r.entry else r for r in run.results)
+            )
             for result in judge_run(baselines, slower, source=str(folder)):
                 if result.baseline_ms is not None and result.comparison is not None:
                     klass = size_class(result.baseline_ms).label
@@ -169,11 +190,43 @@ def main() -> int:
             row.append(f"{klass} {sum(hits)}/{len(hits)}")
             figures["planted"][f"+{factor:.0%} {klass}"] = sum(hits) / len(hits)
         print(f"  +{factor:.0%}: " + "; ".join(row))
+    offsets = card_offsets(changes)
+    if offsets:
+        robust = statistics.median(abs(o - statistics.median(offsets)) for o in offsets) * 1.4826
+        print(
+            f"\ncard to card (placement-sensitive kernels left out): {len(offsets)} kernels, median offset "
+            f"{statistics.median(offsets):+.2f}%, SD {statistics.stdev(offsets):.2f}%, "
+            f"robust SD {robust:.2f}%, "
+            f"range {min(offsets):+.2f}% to {max(offsets):+.2f}%"
+        )
+        figures["card"] = {
+            "kernels": len(offsets),
+            "sd_pct": statistics.stdev(offsets),
+            "robust_sd_pct": robust,
+        }
     for item in figures.get("real_slowdown", []):
         print(f"real slowdown (acq_rel against relaxed's baseline) in {item['run']}: {item['verdicts']}")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
     return 0
+
+
+def card_offsets(changes: dict[tuple[str, str], dict[str, list[float]]]) -> list[float]:
+    """Per kernel, its mean change on the other card less its mean change on the baseline's own card
+    (schedules with fresh placements only; placement-sensitive kernels, whose rounds move by more
+    than 5% between schedules, left out: their spread is not the card's)."""
+    offsets = []
+    for (side, label), by_schedule in changes.items():
+        if side != "other" or ("here", label) not in changes:
+            continue
+        mine = [
+            v for s, values in changes[("here", label)].items() if s != "process_placement" for v in values
+        ]
+        theirs = [v for s, values in by_schedule.items() if s != "process_placement" for v in values]
+        means = [statistics.fmean(v) for s, v in by_schedule.items() if s != "process_placement"]
+        if mine and theirs and max(means) - min(means) < 5:
+            offsets.append(statistics.fmean(theirs) - statistics.fmean(mine))
+    return offsets
 
 
 def real_slowdown(

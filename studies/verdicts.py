@@ -123,8 +123,10 @@ def gpu_lock(store: Path) -> Any:
 
 
 def child_baseline(store: Path, small_by_work: bool) -> None:
-    from pytest_kernelperf.baselines import atomic, schema, yaml_io
+    from pytest_kernelperf import atomic
+    from pytest_kernelperf.baselines import schema, yaml_io
     from pytest_kernelperf.kernel_bench import _record_of
+    from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey
 
     start_up()
     if small_by_work:
@@ -137,9 +139,9 @@ def child_baseline(store: Path, small_by_work: bool) -> None:
     for size in SIZES:
         metric = measure(size, 0.0, record=True)
         samples[size] = rounded(metric.samples_ms)
-        key = schema.EntryKey(f"gelu_{size}", "gpu", "hot")
+        key = EntryKey(f"gelu_{size}", "gpu", "hot")
         entries[key] = schema.as_stored(
-            schema.BaselineEntry(device_time=_record_of(metric), recorded="-", environment={})
+            BaselineEntry(device_time=_record_of(metric), recorded="-", environment={})
         )
     atomic.write_atomic(store, yaml_io.dump(entries))
     store.with_suffix(".samples.json").write_text(json.dumps(samples))
@@ -155,7 +157,8 @@ def rounded(samples_ms: Any) -> list[float]:
 
 
 def child_compare(store: Path, result: Path) -> None:
-    from pytest_kernelperf.baselines import schema, yaml_io
+    from pytest_kernelperf.baselines import yaml_io
+    from pytest_kernelperf.model.baseline import EntryKey
     from pytest_kernelperf.verdict.judge import Rounds, judge
 
     stored = yaml_io.read(store)
@@ -166,7 +169,7 @@ def child_compare(store: Path, result: Path) -> None:
     lock = gpu_lock(store)
     rows = []
     for size in SIZES:
-        base = stored[schema.EntryKey(f"gelu_{size}", "gpu", "hot")].device_time
+        base = stored[EntryKey(f"gelu_{size}", "gpu", "hot")].device_time
         unchanged = None
         for label, slowdown in SLOWDOWNS.items():
             metric = measure(size, slowdown)

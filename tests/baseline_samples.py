@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord, as_stored
+from pytest_kernelperf.baselines.schema import as_stored
 from pytest_kernelperf.baselines.yaml_io import dump
-from pytest_kernelperf.profiling.inventory import KernelRecord
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord
+from pytest_kernelperf.model.call import KernelRecord
 
 H200 = "NVIDIA H200"
 CPU = "AMD EPYC 9654 96-Core Processor"

@@ -16,7 +16,7 @@ PEAK_GBPS = 100.0
 CONFTEST = (
     SCRIPTED_CONFTEST
     + f'''
-from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.model.device import DeviceInfo
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_kernelperf_device_info(config, kind):

@@ -9,8 +9,8 @@ import pytest
 from baseline_samples import H200, sample_entries
 from conftest import Project
 
-from pytest_kernelperf.baselines.schema import EntryKey
 from pytest_kernelperf.baselines.yaml_io import dump, read
+from pytest_kernelperf.model.baseline import EntryKey
 
 TWO_TESTS = """
 import torch

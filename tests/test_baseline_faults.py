@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from baseline_samples import sample_entries, sample_text
 
-from pytest_kernelperf.baselines import atomic, yaml_io
+from pytest_kernelperf import atomic
+from pytest_kernelperf.baselines import yaml_io
 from pytest_kernelperf.baselines.yaml_io import MAX_FILE_BYTES, BaselineError, parse, read
 
 LOADERS = [

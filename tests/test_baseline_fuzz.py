@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_kernelperf.baselines import yaml_io
-from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey
 from pytest_kernelperf.baselines.store import file_for
 from pytest_kernelperf.baselines.yaml_io import BaselineError, dump, parse
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey
 
 pytestmark = pytest.mark.slow  # hundreds of examples each
 

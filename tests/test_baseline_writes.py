@@ -18,12 +18,12 @@ import pytest
 from baseline_samples import sample_entries, sample_text
 from conftest import Project
 
-from pytest_kernelperf import baselines
-from pytest_kernelperf.baselines import atomic, yaml_io
-from pytest_kernelperf.baselines.atomic import write_atomic
-from pytest_kernelperf.baselines.schema import EntryKey
+from pytest_kernelperf import atomic, baselines
+from pytest_kernelperf.atomic import write_atomic
+from pytest_kernelperf.baselines import yaml_io
 from pytest_kernelperf.baselines.store import BaselineStore, file_for
 from pytest_kernelperf.baselines.yaml_io import read
+from pytest_kernelperf.model.baseline import EntryKey
 
 ROOT = Path(baselines.__file__).resolve().parent.parent
 OLD = "schema_version: 1\nentries: {}\nend: true\n"
@@ -60,7 +60,7 @@ def test_ctrl_c_during_a_write_keeps_the_old_file_and_no_temporary(
 KILLED_WRITER = """
 import os, sys, time
 from pathlib import Path
-from pytest_kernelperf.baselines import atomic
+from pytest_kernelperf import atomic
 
 if sys.argv[2] == "named":
     atomic._write_unnamed = lambda folder, name, data: False

@@ -8,11 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord
 from pytest_kernelperf.baselines.yaml_io import BaselineError, dump, parse
-from pytest_kernelperf.profiling.compile_context import DYNAMIC, STATIC, CompileContext
-from pytest_kernelperf.profiling.inputs import TensorInput
-from pytest_kernelperf.profiling.inventory import KernelRecord
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord
+from pytest_kernelperf.model.call import DYNAMIC, STATIC, CompileContext, KernelRecord, TensorInput
 
 PATH = Path("baselines/test_x.yaml")
 KEY = EntryKey("test_ln", "NVIDIA H200", "hot")

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord, as_stored
+from pytest_kernelperf.baselines.schema import as_stored
 from pytest_kernelperf.baselines.yaml_io import BaselineError, dump, parse
-from pytest_kernelperf.profiling.inventory import KernelRecord
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord
+from pytest_kernelperf.model.call import KernelRecord
 
 PATH = Path("baselines/test_x.yaml")
 KEY = EntryKey("test_gelu", "NVIDIA H200", "hot")

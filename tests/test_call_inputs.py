@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from pytest_kernelperf.profiling.inputs import TensorInput, describe_change, input_line, record
+from pytest_kernelperf.model.call import TensorInput
+from pytest_kernelperf.profiling.inputs import describe_change, input_line, record
 
 
 def gelu(x: torch.Tensor, *, scale: float = 1.0) -> torch.Tensor:

@@ -14,8 +14,8 @@ from conftest import SUBPROCESS_ARGS, Project, requires_matplotlib
 from reportkit import setup, times
 
 from pytest_kernelperf.cli import main
+from pytest_kernelperf.model.result import Verdict
 from pytest_kernelperf.results import runfile
-from pytest_kernelperf.verdict.judge import Verdict
 
 ROOT = Path(__file__).parent.parent
 

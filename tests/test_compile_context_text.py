@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_kernelperf.profiling.compile_context import (
-    DYNAMIC,
-    SHARED,
-    STATIC,
-    CompileContext,
-    context_line,
-    describe,
-    differs,
-)
+from pytest_kernelperf.model.call import DYNAMIC, SHARED, STATIC, CompileContext
+from pytest_kernelperf.profiling.compile_context import context_line, describe, differs
 
 STATIC_CONTEXT = CompileContext(
     STATIC, compiles=1, kernels=("triton_per_fused_native_layer_norm_0",), code="aaaa1111"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from pytest_kernelperf.model.call import DYNAMIC, FRESH, SHARED, STATIC, CompileContext
 from pytest_kernelperf.profiling import inputs
-from pytest_kernelperf.profiling.compile_context import DYNAMIC, FRESH, SHARED, STATIC, CompileContext
 from pytest_kernelperf.profiling.dynamo_watch import CompileWatch, compiled_codes, fresh_context
 
 pytestmark = pytest.mark.slow

@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 from conftest import Project
 
-from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.measure.clock import Clock, active
 from pytest_kernelperf.measure.timing import SamplingPlan, Target, WallClockTimer, warm_up
+from pytest_kernelperf.model.device import DeviceInfo
+from pytest_kernelperf.model.result import CALL_PHASES, CallCost
 from pytest_kernelperf.results import cost, runfile
-from pytest_kernelperf.results.cost import CALL_PHASES, RUN_PHASES, CallCost, Clock, CostOfTest, RunCost
+from pytest_kernelperf.results.cost import RUN_PHASES, CostOfTest, RunCost
 from pytest_kernelperf.settings import SettingsError, resolve
 
 # Two tests, three kernel_bench calls; the second test also checks without timing.
@@ -116,13 +118,13 @@ def test_the_warm_up_inside_a_measurement_is_told_apart_from_its_rounds() -> Non
     # The built-in timer's warm-up runs at least its planned seconds; the rest is the rounds.
     plan = SamplingPlan(min_samples=3, min_time_s=0.001, max_time_s=0.002, warmup_s=0.01, rounds=2)
     clock = Clock()
-    with clock.phase("rounds", less=("warmup",)), cost.active(clock):
+    with clock.phase("rounds", less=("warmup",)), active(clock):
         WallClockTimer().measure(Target(lambda: sum(range(100)), DeviceInfo("cpu", "cpu")), plan)
     assert clock.seconds["warmup"] >= plan.warmup_s
     assert clock.seconds["rounds"] > 0
     # Outside a measurement, a warm-up is noted nowhere.
     warm_up(lambda: None, lambda: None, 0.001)
-    assert cost.Clock().seconds == {}
+    assert Clock().seconds == {}
 
 
 def test_a_phase_less_its_inner_phases() -> None:

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kernelperf.baselines.schema import BaselineEntry, MetricRecord
+from pytest_kernelperf.formatting import artifact_line
+from pytest_kernelperf.model.baseline import BaselineEntry, MetricRecord
+from pytest_kernelperf.model.call import KernelRecord
 from pytest_kernelperf.profiling.capture import CallProfile
 from pytest_kernelperf.profiling.explain import regression_details
-from pytest_kernelperf.profiling.inventory import KernelRecord
-from pytest_kernelperf.results.render import artifact_line
 
 ENV = {"torch": "2.11.0", "cuda": "13.0"}
 

@@ -3,12 +3,10 @@ another autotuner choice; and a kernel's change is judged against the call's, no
 
 from __future__ import annotations
 
-from pytest_kernelperf.baselines.schema import BaselineEntry, MetricRecord
+from pytest_kernelperf.model.baseline import BaselineEntry, MetricRecord
+from pytest_kernelperf.model.call import DYNAMIC, SHARED, STATIC, CompileContext, KernelRecord, TensorInput
 from pytest_kernelperf.profiling.capture import CallProfile
-from pytest_kernelperf.profiling.compile_context import DYNAMIC, SHARED, STATIC, CompileContext
 from pytest_kernelperf.profiling.explain import context_notes, regression_details
-from pytest_kernelperf.profiling.inputs import TensorInput
-from pytest_kernelperf.profiling.inventory import KernelRecord
 from pytest_kernelperf.testing import FakeProfiler
 
 ENV = {"torch": "2.11.0"}
@@ -38,9 +36,9 @@ def test_unchanged_kernels_against_the_calls_change_point_outside_them() -> None
         entry(0.2625, kernels=kernels), ENV, CallProfile(kernels=kernels), current=entry(0.3)
     )
     assert (
-        "  the same 1 kernel launch as the baseline; their time per call 0.263 ms -> 0.263 ms (+0%) against "
-        "+14.3% for the call: the slowdown is outside the kernels (launch overhead, gaps between kernels, "
-        "host work?)"
+        "  the same 1 kernel launch as the baseline; their time per call 0.263 ms -> 0.263 ms (+0 ms) "
+        "against 0.2625 ms -> 0.3 ms (+0.0375 ms, +14.3%) for the call: the kernels' time did not grow, so "
+        "the slowdown is outside the kernels (launch overhead, gaps between kernels, host work?)"
     ) in lines
 
 

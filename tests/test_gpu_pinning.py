@@ -20,9 +20,10 @@ import pytest
 import torch
 
 from pytest_kernelperf.measure import gpu
-from pytest_kernelperf.measure.device import DeviceInfo, physical_id
+from pytest_kernelperf.measure.device import physical_id
 from pytest_kernelperf.measure.gpu import GpuLock, GpuLockTimeout, GpuUsage, LockedTimer, choose
 from pytest_kernelperf.measure.timing import Metric, SamplingPlan, Target, Timing
+from pytest_kernelperf.model.device import DeviceInfo
 
 ROOT = Path(gpu.__file__).resolve().parent.parent
 
@@ -209,19 +210,32 @@ def test_workers_sharing_a_gpu_never_time_at_once(tmp_path: Path) -> None:
 
 # --- in a run ------------------------------------------------------------------------------------
 
+# What FAKE_GPU_CONFTEST replaces in torch.cuda, for as long as its run lasts.
+CUDA_FAKED = ("is_available", "device_count", "set_device", "get_device_properties")
+
 FAKE_GPU_CONFTEST = """
 import pytest
 import torch
 from types import SimpleNamespace
-from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.testing import ScriptedTimer
 
 # Two fake GPUs: enough of torch.cuda for pinning, and a device hook that reports the current one.
+# Put back at the end of the run: an in-process run shares torch with the tests that follow it,
+# and on a machine with GPUs those measure with the real torch.cuda.
 _current = [0]
-torch.cuda.is_available = lambda: True
-torch.cuda.device_count = lambda: 2
-torch.cuda.set_device = lambda index: _current.__setitem__(0, index)
-torch.cuda.get_device_properties = lambda index: SimpleNamespace(name="Fake H200", uuid=f"GPU-fake-{index}")
+_fakes = pytest.MonkeyPatch()
+_fakes.setattr(torch.cuda, "is_available", lambda: True)
+_fakes.setattr(torch.cuda, "device_count", lambda: 2)
+_fakes.setattr(torch.cuda, "set_device", lambda index: _current.__setitem__(0, index))
+_fakes.setattr(
+    torch.cuda,
+    "get_device_properties",
+    lambda index: SimpleNamespace(name="Fake H200", uuid=f"GPU-fake-{index}"),
+)
+
+def pytest_unconfigure(config):
+    _fakes.undo()
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_kernelperf_make_timer(config, settings, device):
@@ -275,8 +289,11 @@ def test_xdist_workers_pin_to_their_gpus_and_the_summary_says_which(
 
 
 def test_results_carry_the_gpu_index(pytester: pytest.Pytester) -> None:
+    real = {name: getattr(torch.cuda, name) for name in CUDA_FAKED}
     pytester.makeconftest(FAKE_GPU_CONFTEST.replace("index=_current[0]", "index=1"))
     pytester.makepyfile(test_k=textwrap.dedent(FOUR_TESTS))
     result = pytester.runpytest("-p", "no:cacheprovider", "--kernelperf", "-k", "test_k and 0")
     result.assert_outcomes(passed=1, deselected=5)
     result.stdout.fnmatch_lines(["*= kernelperf GPUs =*", "main: 1 measured on cuda:1 (Fake H200)"])
+    # The fake GPUs end with the run: the tests after this one get the real torch.cuda.
+    assert {name: getattr(torch.cuda, name) for name in CUDA_FAKED} == real

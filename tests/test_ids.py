@@ -7,15 +7,8 @@ from pathlib import Path
 import pytest
 from conftest import Project
 
-from pytest_kernelperf.ids import (
-    MAX_FILE_PART,
-    check_name,
-    display_name,
-    entry_test_id,
-    file_part,
-    split_nodeid,
-    unique_file_part,
-)
+from pytest_kernelperf.ids import MAX_FILE_PART, check_name, display_name, file_part, unique_file_part
+from pytest_kernelperf.model.baseline import entry_test_id, split_nodeid
 from pytest_kernelperf.profiling.capture import artifact_folder
 
 

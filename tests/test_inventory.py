@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from pytest_kernelperf.model.call import KernelRecord
 from pytest_kernelperf.profiling import inventory
-from pytest_kernelperf.profiling.inventory import DeviceEvent, KernelRecord
+from pytest_kernelperf.profiling.inventory import DeviceEvent
 
 
 def k(

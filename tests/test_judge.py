@@ -7,18 +7,17 @@ import random
 
 import pytest
 
-from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.timing import SamplingPlan, Target
+from pytest_kernelperf.model.device import DeviceInfo
+from pytest_kernelperf.model.result import Comparison, Throttling, Verdict
 from pytest_kernelperf.testing import ScriptedTimer
 from pytest_kernelperf.verdict import noise, prior
 from pytest_kernelperf.verdict.judge import (
-    Comparison,
     Rounds,
-    Throttling,
-    Verdict,
     judge,
     parse_fraction,
     parse_threshold,
+    throttling_explains,
 )
 
 DEVICE = "NVIDIA H200"
@@ -168,9 +167,9 @@ def test_throttling_without_a_clock_drop_explains_nothing() -> None:
 def test_a_clock_below_the_baselines_explains_a_slowdown_of_its_size() -> None:
     lower = Throttling(("software power cap",), rounds=5, lowest_clock_mhz=1800, baseline_clock_mhz=1980)
     assert lower.clock_slowdown() == pytest.approx(0.1)
-    assert lower.explains(1.08) and not lower.explains(1.5)
+    assert throttling_explains(lower, 1.08) and not throttling_explains(lower, 1.5)
     same_clock = Throttling(("software power cap",), rounds=5, lowest_clock_mhz=1980, baseline_clock_mhz=1980)
-    assert same_clock.clock_slowdown() is None and not same_clock.explains(1.01)
+    assert same_clock.clock_slowdown() is None and not throttling_explains(same_clock, 1.01)
 
 
 def test_throttling_leaves_an_unchanged_kernel_same() -> None:
@@ -207,7 +206,7 @@ def test_throttling_cannot_hide_an_8x_slowdown() -> None:
 
 def test_a_change_far_beyond_the_clock_drop_is_judged() -> None:
     drop = Throttling(("software power cap",), clock_drop=0.02)
-    assert drop.explains(1.05) and not drop.explains(1.10)
+    assert throttling_explains(drop, 1.05) and not throttling_explains(drop, 1.10)
     assert verdict_of(rounds(0.13 * 1.2, 1, 5), rounds(0.13, 2, 8), throttling=drop) is Verdict.SLOWER
 
 

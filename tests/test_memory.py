@@ -12,20 +12,15 @@ import pytest
 import torch
 from conftest import SCRIPTED_CONFTEST, Project
 
-from pytest_kernelperf.baselines.schema import (
-    BaselineEntry,
-    EntryKey,
-    MetricRecord,
-    SchemaError,
-    entry_from_data,
-    entry_to_data,
-)
+from pytest_kernelperf.baselines.schema import SchemaError, entry_from_data, entry_to_data
 from pytest_kernelperf.baselines.store import merge, within_noise
 from pytest_kernelperf.baselines.yaml_io import read
-from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.memory import MemoryRequest, allocation_lines, largest_allocations, peak_memory
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord
+from pytest_kernelperf.model.device import DeviceInfo
+from pytest_kernelperf.model.result import MEMORY_FLOOR_BYTES, MemoryCheck
 from pytest_kernelperf.results import render, runfile, saved_runs
-from pytest_kernelperf.verdict.memory import MEMORY_FLOOR_BYTES, MemoryCheck, format_bytes, judge_memory
+from pytest_kernelperf.verdict.memory import format_bytes, judge_memory, memory_text
 
 MiB = 1 << 20
 
@@ -179,7 +174,7 @@ def test_the_judgement_allows_the_threshold_and_at_least_the_floor() -> None:
     assert judge_memory(MEMORY_FLOOR_BYTES + 1, 0, 0.0).exceeded
     assert not judge_memory(10 * MiB, None, 0.1).exceeded
     check = judge_memory(0, 0, 0.1)
-    assert check.change_pct == 0.0 and check.cell() == "0 B"
+    assert check.change_pct == 0.0 and memory_text(check) == "0 B"
     assert [format_bytes(n) for n in (512, 1536, 64 * MiB, 1536 * MiB)] == [
         "512 B",
         "1.5 KiB",

@@ -15,9 +15,9 @@ import torch
 
 from pytest_kernelperf.correctness import restore, snapshot
 from pytest_kernelperf.measure import health, placement, timing
-from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.placement import ALIGNMENT, Placements
 from pytest_kernelperf.measure.timing import SamplingPlan, Target
+from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.tensors import copy_arguments, tensor_bytes_of
 
 CPU = DeviceInfo(kind="cpu", name="test CPU")

@@ -8,9 +8,8 @@ import pytest
 from conftest import Project, requires_matplotlib
 from reportkit import KERNELS, RATIO, mixed_verdicts, setup, times
 
+from pytest_kernelperf.model.result import BenchResult, Verdict
 from pytest_kernelperf.results import plots
-from pytest_kernelperf.results.result import BenchResult
-from pytest_kernelperf.verdict.judge import Verdict
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

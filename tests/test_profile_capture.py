@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from torch.autograd import DeviceType  # type: ignore[attr-defined]
 
-from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.model.call import KernelRecord
+from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.profiling import capture, codegen
-from pytest_kernelperf.profiling.inventory import DeviceEvent, KernelRecord
+from pytest_kernelperf.profiling.inventory import DeviceEvent
 
 
 @dataclass

@@ -15,7 +15,7 @@ from conftest import KERNEL_MODULE, SCRIPTED_CONFTEST, Project
 FAKE_PROFILER = """
 import os
 
-from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.testing import FakeProfiler
 
 @pytest.hookimpl(tryfirst=True)
@@ -162,8 +162,9 @@ def test_environment_difference_is_named(profiled: Profiled) -> None:
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*the same 1 kernel launch as the baseline; their time per call 1 ms -> 1 ms (+0%) against "
-            "+100.0% for the call: the slowdown is outside the kernels*",
+            "*the same 1 kernel launch as the baseline; their time per call 1 ms -> 1 ms (+0 ms) against "
+            "1 ms -> 2 ms (+1 ms, +100.0%) for the call: the kernels' time did not grow, so the slowdown is "
+            "outside the kernels*",
             "*environment differs from the baseline's: torch 2.11.0 -> 2.12.0",
         ]
     )

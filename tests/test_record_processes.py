@@ -10,8 +10,8 @@ import pytest
 from conftest import Project, seed_peak_cache
 
 from pytest_kernelperf.baselines import processes
-from pytest_kernelperf.baselines.schema import MetricRecord
 from pytest_kernelperf.baselines.yaml_io import read
+from pytest_kernelperf.model.baseline import MetricRecord
 
 # Each process draws its own level (its pid picks it), as processes on a GPU do.
 PER_PROCESS = """

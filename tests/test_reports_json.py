@@ -12,18 +12,12 @@ import pytest
 from conftest import Project
 from reportkit import KERNELS, RATIO, mixed_verdicts, setup, times
 
-from pytest_kernelperf.baselines.schema import BaselineEntry, MetricRecord
-from pytest_kernelperf.measure.device import DeviceInfo
-from pytest_kernelperf.profiling.compile_context import DYNAMIC, CompileContext
-from pytest_kernelperf.profiling.inputs import TensorInput
-from pytest_kernelperf.profiling.inventory import KernelRecord
+from pytest_kernelperf.model.baseline import BaselineEntry, MetricRecord
+from pytest_kernelperf.model.call import DYNAMIC, CompileContext, KernelRecord, TensorInput
+from pytest_kernelperf.model.device import DeviceInfo, Peak
+from pytest_kernelperf.model.result import BenchResult, CallCost, Comparison, MemoryCheck, RatioCheck, Verdict
 from pytest_kernelperf.results import runfile
-from pytest_kernelperf.results.cost import CallCost, RunCost
-from pytest_kernelperf.results.result import BenchResult
-from pytest_kernelperf.results.throughput import Peak
-from pytest_kernelperf.verdict.judge import Comparison, Verdict
-from pytest_kernelperf.verdict.memory import MemoryCheck
-from pytest_kernelperf.verdict.ratio import RatioCheck
+from pytest_kernelperf.results.cost import RunCost
 
 DOC = Path(__file__).parent.parent / "docs" / "json-schema.md"
 OPTIONAL = {"merged_from", "xdist_worker"}  # documented as present only in some files

@@ -11,10 +11,9 @@ from conftest import Project
 from reportkit import DEVICE, setup, times
 
 from pytest_kernelperf.measure import roofline
-from pytest_kernelperf.measure.device import DeviceInfo
-from pytest_kernelperf.results.result import BenchResult
-from pytest_kernelperf.results.throughput import Peak, figures
-from pytest_kernelperf.verdict.judge import Verdict
+from pytest_kernelperf.model.device import DeviceInfo, Peak
+from pytest_kernelperf.model.result import BenchResult, Verdict
+from pytest_kernelperf.results.throughput import figures
 
 CPU = DeviceInfo("cpu", "Some CPU")
 GPU = DeviceInfo("cuda", "Some GPU", index=0)

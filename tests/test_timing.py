@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_kernelperf.measure import health, timing
-from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.timing import SamplingPlan, Target, TimingError, collect, make_timer, warm_up
+from pytest_kernelperf.model.device import DeviceInfo
 
 
 class FakeClock:
@@ -141,3 +141,15 @@ def test_rounds_that_agree_are_not_extended(monkeypatch: pytest.MonkeyPatch) -> 
     fixed = SamplingPlan(rounds=5, max_rounds=None, target_se=0.005)
     kept, _, _ = timing.run_rounds(fixed, 0, lambda i: timing.RoundSamples([1.0 + (i % 2)] * 4))
     assert len(kept) == 5  # no placements, no extension
+
+
+def test_rounds_that_happen_to_agree_go_on_when_the_baseline_spread(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A placement-sensitive kernel that landed on good placements five times: its baseline's rounds
+    # spread 20%, so five agreeing rounds do not say its level is known.
+    monkeypatch.setattr(health, "read", lambda index: None)
+    plan = SamplingPlan(rounds=5, max_rounds=30, target_se=0.005, known_round_sd=0.2)
+    kept, _, _ = timing.run_rounds(plan, 0, lambda i: timing.RoundSamples([1.0] * 4))
+    assert len(kept) == 30
+    quiet = SamplingPlan(rounds=5, max_rounds=30, target_se=0.005, known_round_sd=0.002)
+    kept, _, _ = timing.run_rounds(quiet, 0, lambda i: timing.RoundSamples([1.0] * 4))
+    assert len(kept) == 5

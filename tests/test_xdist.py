@@ -12,11 +12,11 @@ import pytest
 from conftest import SCRIPTED_CONFTEST, SUBPROCESS_ARGS, seed_peak_cache
 
 from pytest_kernelperf import baselines
-from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, entry_to_data
+from pytest_kernelperf.baselines.schema import entry_to_data
 from pytest_kernelperf.baselines.yaml_io import read
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey
+from pytest_kernelperf.model.result import BenchResult, Comparison, Verdict
 from pytest_kernelperf.results import runfile, transport
-from pytest_kernelperf.results.result import BenchResult
-from pytest_kernelperf.verdict.judge import Comparison, Verdict
 
 ROOT = Path(baselines.__file__).resolve().parent.parent
 

@@ -2,10 +2,9 @@
 
 One module per job, imported by their own paths:
 
-* `schema`: entry types (MetricRecord, BaselineEntry, EntryKey) and the one validation of an entry
-  as plain data, used by every reader (YAML files, run JSON files, data from other processes).
+* `schema`: the one validation of an entry (model/baseline.py's MetricRecord, BaselineEntry) as
+  plain data, used by every reader (YAML files, run JSON files, data from other processes).
 * `yaml_io`: the baseline file format: a strict YAML loader, the file layout, a deterministic dumper.
-* `atomic`: atomic writes, and the clean-up of temporaries left by killed writers.
 * `store`: where each test's entries live (file_for), and the store that reads, stages and writes
   them at the end of an update (never over a file it cannot read, never after an interrupt).
 * `unused`: which entries no collected test can produce.

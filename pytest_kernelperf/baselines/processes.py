@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pytest_kernelperf.baselines.schema import BaselineEntry, MetricRecord
+from pytest_kernelperf.model.baseline import BaselineEntry, MetricRecord
 from pytest_kernelperf.verdict import stats
 
 

@@ -1,4 +1,4 @@
-"""Baseline entries: their types, and the one validation of them as plain data.
+"""Baseline entries (model/baseline.py): the one validation of them as plain data, and back.
 
 Every reader of an entry goes through `entry_from_data`: a YAML baseline file, a run JSON file
 (`python -m pytest_kernelperf update-baselines` records entries from CI artefacts, as untrusted as a
@@ -19,21 +19,18 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from pytest_kernelperf.formatting import significant
-from pytest_kernelperf.profiling import compile_context as _cc
-from pytest_kernelperf.profiling.compile_context import CompileContext
-from pytest_kernelperf.profiling.inputs import TensorInput
-from pytest_kernelperf.profiling.inventory import KernelRecord
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord
+from pytest_kernelperf.model.call import FRESH, MODES, SHAPES, CompileContext, KernelRecord, TensorInput
+from pytest_kernelperf.model.names import BUILTIN_METHODS, CACHE_MODES, METRICS
+from pytest_kernelperf.profiling.compile_context import valid_text
+from pytest_kernelperf.verdict.noise import geometric_mean
 
-METRICS = ("device_time", "host_latency")
-CACHE_MODES = ("hot", "cold")
-# The timers of this package (scripted: pytest_kernelperf.testing.ScriptedTimer). A timer plugin
-# (the pytest_kernelperf_make_timer hook) names its own method, so other names of the same shape are
-# accepted: lower case, digits and dashes. Anything else ("Scripted Timer!", "rm -rf /") is refused.
-BUILTIN_METHODS = ("wall-clock", "cuda-event", "cuda-graph", "cupti", "scripted")
+# A timer's name: those of this package (BUILTIN_METHODS), and a timer plugin's own of the same
+# shape: lower case, digits and dashes. Anything else ("Scripted Timer!", "rm -rf /") is refused.
 _METHOD = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 _CODE_HASH = re.compile(r"^[0-9a-f]{8,64}$")
 # Relative rounding error a computed midmean or quantile may carry past the samples it comes from.
@@ -67,65 +64,6 @@ def path_text(path: FieldPath) -> str:
     for part in path:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text
-
-
-def _geometric_mean(values: tuple[float, ...]) -> float:
-    return math.exp(math.fsum(math.log(v) for v in values) / len(values))
-
-
-@dataclass(frozen=True)
-class MetricRecord:
-    method: str
-    median_ms: float
-    ci_ms: tuple[float, float]
-    n: int
-    quantiles_ms: tuple[float, ...]
-    rounds_ms: tuple[float, ...] = ()  # per-round locations (midmeans); empty in schema-1 entries
-    resolution_ms: float | None = None  # the timer's step as seen in the samples
-    # How many of the rounds each recording process measured, in order; empty: one process.
-    process_rounds: tuple[int, ...] = ()
-
-    @property
-    def level_ms(self) -> float:
-        """The figure a verdict judges: the mean over recording processes of each one's geometric
-        mean of rounds (the median before rounds)."""
-        if not self.rounds_ms:
-            return self.median_ms
-        counts = self.process_rounds or (len(self.rounds_ms),)
-        logs, start = [], 0
-        for count in counts:
-            logs.append(math.log(_geometric_mean(self.rounds_ms[start : start + count])))
-            start += count
-        return math.exp(math.fsum(logs) / len(logs))
-
-    @property
-    def round_range_ms(self) -> tuple[float, float]:
-        """The spread of the rounds (a schema-1 entry: its median's interval)."""
-        return (min(self.rounds_ms), max(self.rounds_ms)) if self.rounds_ms else self.ci_ms
-
-
-@dataclass(frozen=True)
-class BaselineEntry:
-    device_time: MetricRecord
-    recorded: str
-    environment: dict[str, str] = field(default_factory=dict)
-    host_latency: MetricRecord | None = None
-    kernels: tuple[KernelRecord, ...] | None = None  # None: no inventory recorded (CPU, or older file)
-    # Optional, None where not recorded: how torch.compile compiled the call, the config each Triton
-    # autotuner chose (kernel name -> config), and the call's tensor arguments.
-    compile_context: CompileContext | None = None
-    autotune: dict[str, str] | None = None
-    inputs: tuple[TensorInput, ...] | None = None
-    # Peak device memory of one call beyond its inputs, in bytes; None where not measured (a CPU, or
-    # an entry recorded before memory was measured).
-    peak_memory_bytes: int | None = None
-
-
-@dataclass(frozen=True)
-class EntryKey:
-    test: str
-    device: str
-    cache: str
 
 
 # --- plain data -> entries ----------------------------------------------------------------------
@@ -213,7 +151,7 @@ def _call_context(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _texts(value: Any, at: FieldPath) -> tuple[str, ...]:
-    if not isinstance(value, (list, tuple)) or not all(_cc.valid_text(v) for v in value) or len(value) > 64:
+    if not isinstance(value, (list, tuple)) or not all(valid_text(v) for v in value) or len(value) > 64:
         raise SchemaError(at, f"{path_text(at)} must be a list of short one-line strings")
     return tuple(value)
 
@@ -223,16 +161,16 @@ def _compile_context(value: Any) -> CompileContext:
     record = _mapping(value, at, "compile_context")
     _only_keys(record, {"shapes", "compiles", "dynamic", "seen", "kernels", "code", "mode", "reason"}, at)
     shapes, compiles = record.get("shapes"), record.get("compiles", 0)
-    if shapes not in _cc.SHAPES:
+    if shapes not in SHAPES:
         raise SchemaError((*at, "shapes"), f"shapes must be static or dynamic, got {shapes!r}")
     if not isinstance(compiles, int) or isinstance(compiles, bool) or compiles < 0:
         raise SchemaError((*at, "compiles"), f"compiles must be a whole number, got {compiles!r}")
-    mode, code, reason = record.get("mode", _cc.FRESH), record.get("code"), record.get("reason")
-    if mode not in _cc.MODES:
+    mode, code, reason = record.get("mode", FRESH), record.get("code"), record.get("reason")
+    if mode not in MODES:
         raise SchemaError((*at, "mode"), f"mode must be fresh or shared, got {mode!r}")
     if code is not None and (not isinstance(code, str) or not _CODE_HASH.match(code)):
         raise SchemaError((*at, "code"), f"code must be a hex hash, got {code!r}")
-    if reason is not None and not _cc.valid_text(reason):
+    if reason is not None and not valid_text(reason):
         raise SchemaError((*at, "reason"), "reason must be a short one-line string")
     lists = {
         key: _texts(record[key], (*at, key)) if key in record else ()
@@ -244,7 +182,7 @@ def _compile_context(value: Any) -> CompileContext:
 def _autotune(value: Any) -> dict[str, str]:
     record = _mapping(value, ("autotune",), "autotune")
     for kernel, config in record.items():
-        if not _cc.valid_text(config):
+        if not valid_text(config):
             raise SchemaError(
                 ("autotune", kernel),
                 f"autotune config of {kernel!r} must be a string such as 'BLOCK=64, num_warps=4'",
@@ -274,7 +212,7 @@ def _inputs(value: Any) -> tuple[TensorInput, ...]:
         if missing:
             raise SchemaError(at, f"inputs item missing {', '.join(missing)}")
         name, dtype = record["name"], record["dtype"]
-        if not _cc.valid_text(name) or not _cc.valid_text(dtype):
+        if not valid_text(name) or not valid_text(dtype):
             raise SchemaError(at, "inputs name and dtype must be short strings")
         if any(t.name == name for t in out):
             raise SchemaError(at, f"input {name!r} listed twice")
@@ -394,7 +332,7 @@ def _rounds_consistent(
                 f"{quantiles[0]!r} to {quantiles[-1]!r}): each round is the midmean of samples, so the "
                 "figures do not come from one measurement",
             )
-    level = _geometric_mean(rounds)
+    level = geometric_mean(rounds)
     if not low <= level <= high:
         raise SchemaError(
             (*at, "rounds_ms"),

@@ -16,10 +16,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from pytest_kernelperf.baselines import processes
-from pytest_kernelperf.baselines.atomic import remove_stale_temporaries, write_atomic
-from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord, as_stored, rounded
+from pytest_kernelperf.atomic import remove_stale_temporaries, write_atomic
+from pytest_kernelperf.baselines.schema import as_stored, rounded
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord
 from pytest_kernelperf.baselines.yaml_io import REPAIR, BaselineError, UnwritableEntry, dump, read
-from pytest_kernelperf.verdict.memory import MEMORY_FLOOR_BYTES
+from pytest_kernelperf.model.result import MEMORY_FLOOR_BYTES
 
 WRITE_INTERRUPTED_OPTION = "--kernelperf-write-interrupted"
 

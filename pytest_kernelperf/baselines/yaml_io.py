@@ -34,15 +34,8 @@ from typing import Any
 
 import yaml
 
-from pytest_kernelperf.baselines.schema import (
-    BaselineEntry,
-    EntryKey,
-    FieldPath,
-    SchemaError,
-    entries_from_data,
-    entry_to_data,
-    rounded,
-)
+from pytest_kernelperf.baselines.schema import FieldPath, SchemaError, entries_from_data, entry_to_data, rounded
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey
 
 SCHEMA_VERSION = 2
 # Version 1 entries lack rounds_ms and resolution_ms; they are judged as one round (verdict/judge.py)

@@ -8,8 +8,12 @@ The first bad commit is reported with what changed against the run before it (it
 that was timed, else GOOD's): generated code per kernel, kernel inventory, autotune choices and
 environment, as for the history's change points. The user's checkout is never touched.
 
-Exit status: 0 when a first bad commit was found, 1 when GOOD..BAD holds no slowdown, 2 for a
-usage or git error.
+Exit status (`EXIT_*` below): 0 when a first bad commit was found; 1 when GOOD..BAD holds no
+slowdown; 2 for a usage or git error, or a GOOD (or BAD) that gives no result; 3 when a slowdown was
+found but git could not narrow it to one commit, because commits next to it could not be tested
+(skipped): the candidates are listed, each with its judgement; 130 on Ctrl-C. Only the temporary
+worktrees this command adds are removed afterwards (also on Ctrl-C and on errors); the work folder
+with the run files and the pytest log is kept, and named, whenever the outcome is not a clean 0 or 1.
 """
 
 from __future__ import annotations
@@ -18,15 +22,20 @@ import argparse
 import json
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from pytest_kernelperf.model.result import Verdict
 from pytest_kernelperf.settings import DEFAULTS
-from pytest_kernelperf.verdict.judge import Rounds, Verdict
+from pytest_kernelperf.verdict.judge import Rounds
 from pytest_kernelperf.verdict.judge import judge as round_judge
 
 from .changepoints import attribute
@@ -34,6 +43,12 @@ from .store import Point
 
 DEFAULT_THRESHOLD = 0.05
 SKIP = 125  # git bisect run: this commit cannot be judged
+EXIT_FOUND = 0  # a first bad commit
+EXIT_NO_SLOWDOWN = 1  # GOOD..BAD holds no slowdown
+EXIT_ERROR = 2  # a usage or git error, or GOOD (or BAD) gave no result
+EXIT_NOT_NARROWED = 3  # a slowdown, somewhere among commits git could not tell apart (skipped ones)
+EXIT_INTERRUPTED = 130  # Ctrl-C (the temporary worktrees are removed first)
+JUDGEMENTS = "judgements.jsonl"  # one line per commit the judge saw: commit, verdict, details
 Key = tuple[str, str, str, str]
 
 
@@ -146,14 +161,41 @@ def judge_main(argv: Sequence[str]) -> int:
     args.runs.mkdir(parents=True, exist_ok=True)
     candidate = run_pytest(worktree, pytest_args, args.runs / f"{commit}.json", args.runs / "pytest.log")
     if candidate is None:
-        print(f"{commit[:10]}: skipped (pytest wrote no run file)")
-        return SKIP
-    status, lines = judge(json.loads(args.good.read_text(encoding="utf-8")), candidate, args.threshold)
-    verdict = {0: "good", 1: "bad"}.get(status, "skipped")
+        status, lines = SKIP, ["pytest wrote no run file"]
+    else:
+        status, lines = judge(json.loads(args.good.read_text(encoding="utf-8")), candidate, args.threshold)
+    verdict = _VERDICTS.get(status, "skipped")
+    _remember(args.runs, commit, verdict, lines)
     print(f"{commit[:10]}: {verdict}")
     for line in lines:
         print(f"  {line}")
     return status
+
+
+_VERDICTS = {0: "good", 1: "bad"}
+
+
+def _remember(runs: Path, commit: str, verdict: str, lines: Sequence[str]) -> None:
+    """Note a commit's judgement in the work folder, for the report after `git bisect run`."""
+    with (runs / JUDGEMENTS).open("a", encoding="utf-8") as out:
+        out.write(json.dumps({"commit": commit, "verdict": verdict, "lines": list(lines)}) + "\n")
+
+
+def _judgements(runs: Path) -> dict[str, tuple[str, list[str]]]:
+    """commit -> (verdict, detail lines) of every commit judged so far (the last judgement wins)."""
+    out: dict[str, tuple[str, list[str]]] = {}
+    try:
+        text = (runs / JUDGEMENTS).read_text(encoding="utf-8")
+    except OSError:
+        return out
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a line cut short by an interrupted judge
+        if isinstance(record, dict) and isinstance(record.get("commit"), str):
+            out[record["commit"]] = (str(record.get("verdict")), [str(x) for x in record.get("lines") or []])
+    return out
 
 
 def _point(run: Mapping[str, Any], result: Mapping[str, Any], commit: str) -> Point:
@@ -204,6 +246,90 @@ def explain(
     return lines
 
 
+def _commit_of(top: Path, rev: str, role: str) -> str:
+    if rev.startswith("-"):
+        raise BisectError(f"{role} {rev!r} is not a revision (it starts with '-')")
+    done = _git(top, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
+    if done.returncode != 0:
+        raise BisectError(f"{role} {rev!r} is not a commit of {top}")
+    return done.stdout.strip()
+
+
+def revisions(repo: Path, good: str, bad: str) -> tuple[Path, str, str]:
+    """(the checkout's top folder, GOOD's commit, BAD's commit), checked before anything is timed:
+    both name commits, they differ, and GOOD is an ancestor of BAD."""
+    top = Path(_git(repo, "rev-parse", "--show-toplevel").stdout.strip())
+    good_sha, bad_sha = _commit_of(top, good, "GOOD"), _commit_of(top, bad, "BAD")
+    if good_sha == bad_sha:
+        raise BisectError(
+            f"GOOD {good} and BAD {bad} are the same commit ({good_sha[:10]}): nothing to bisect; "
+            "give GOOD an older commit, without the slowdown"
+        )
+    if _git(top, "merge-base", "--is-ancestor", good_sha, bad_sha, check=False).returncode != 0:
+        raise BisectError(
+            f"GOOD {good} ({good_sha[:10]}) is not an ancestor of BAD {bad} ({bad_sha[:10]}): "
+            "GOOD must be an older commit of BAD's history"
+        )
+    return top, good_sha, bad_sha
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Where `git bisect run` stopped, read from the bisection's refs (not from git's messages,
+    which vary with its version and language)."""
+
+    bad: str  # the oldest commit known bad
+    candidates: tuple[str, ...]  # the commits the first bad one may be, oldest first (bad included)
+    skipped: frozenset[str]
+
+    @property
+    def found(self) -> bool:
+        return self.candidates == (self.bad,)
+
+    @property
+    def not_narrowed(self) -> bool:
+        """Only commits git was told to skip stand between the last good commit and `bad`."""
+        return len(self.candidates) > 1 and all(c == self.bad or c in self.skipped for c in self.candidates)
+
+
+def outcome(tree: Path) -> Outcome | None:
+    """The state of the bisection in `tree`, or None when it holds none."""
+    refs = _git(tree, "for-each-ref", "--format=%(objectname) %(refname)", "refs/bisect/").stdout
+    bad, goods, skipped = None, [], set()
+    for line in refs.splitlines():
+        sha, _, name = line.partition(" ")
+        if name == "refs/bisect/bad":
+            bad = sha
+        elif name.startswith("refs/bisect/good-"):
+            goods.append(sha)
+        elif name.startswith("refs/bisect/skip-"):
+            skipped.add(sha)
+    if bad is None:
+        return None
+    listed = _git(tree, "rev-list", "--topo-order", "--reverse", bad, "--not", *goods).stdout.split()
+    return Outcome(bad, tuple(listed), frozenset(skipped))
+
+
+@contextmanager
+def _uninterrupted() -> Iterator[None]:
+    """Ctrl-C held off while the temporary worktrees are removed (the interrupt that led here, if
+    any, goes on afterwards); git, started meanwhile, ignores it too."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _remove_worktree(top: Path, tree: Path) -> None:
+    """Remove one worktree this command added, by its path: never `git worktree prune`, which
+    would also drop the user's other worktrees whose folders are absent at the moment."""
+    _git(top, "worktree", "remove", "--force", "--force", str(tree), check=False)
+
+
 def bisect(
     repo: Path,
     good: str,
@@ -213,101 +339,149 @@ def bisect(
     out: TextIO,
     keep: bool = False,
 ) -> int:
-    top = Path(_git(repo, "rev-parse", "--show-toplevel").stdout.strip())
-    good_sha = _git(top, "rev-parse", "--verify", f"{good}^{{commit}}").stdout.strip()
-    bad_sha = _git(top, "rev-parse", "--verify", f"{bad}^{{commit}}").stdout.strip()
-    if _git(top, "merge-base", "--is-ancestor", good_sha, bad_sha, check=False).returncode != 0:
-        raise BisectError(f"GOOD {good} is not an ancestor of BAD {bad}")
+    top, good_sha, bad_sha = revisions(repo, good, bad)
     work = Path(tempfile.mkdtemp(prefix="kernelperf-bisect-"))
     runs = work / "runs"
     runs.mkdir()
     good_tree, bisect_tree = work / "good", work / "bisect"
+    status: int | None = None
+    failed = False
     try:
-        _git(top, "worktree", "add", "--detach", str(good_tree), good_sha)
-        print(f"timing GOOD {good_sha[:10]} in {good_tree}", file=out, flush=True)
-        good_run = run_pytest(good_tree, pytest_args, runs / f"{good_sha}.json", runs / "pytest.log")
-        if good_run is None or not _results(good_run):
-            raise BisectError(f"GOOD {good} gave no timed result: see {runs / 'pytest.log'}")
-        _git(top, "worktree", "remove", "--force", str(good_tree))
-        _git(top, "worktree", "add", "--detach", str(bisect_tree), bad_sha)
-        judge_script = work / "judge.py"
-        package_parent = Path(__file__).resolve().parents[2]
-        judge_script.write_text(
-            "import sys\n"
-            f"sys.path.insert(0, {str(package_parent)!r})\n"
-            "from pytest_kernelperf.history.bisect import judge_main\n"
-            "sys.exit(judge_main(sys.argv[1:]))\n",
-            encoding="utf-8",
-        )
-        _git(bisect_tree, "bisect", "start", bad_sha, good_sha)
-        done = _git(
-            bisect_tree,
-            "bisect",
-            "run",
-            sys.executable,
-            str(judge_script),
-            "--good",
-            str(runs / f"{good_sha}.json"),
-            "--runs",
-            str(runs),
-            "--threshold",
-            repr(threshold),
-            "--",
-            *pytest_args,
-            check=False,
-        )
-        log = done.stdout + done.stderr
-        judged = False  # the judge's lines: its verdict, then its indented details
-        for line in log.splitlines():
-            if re.match(r"^[0-9a-f]{10}: (good|bad|skipped)", line):
-                judged = True
-            elif not (judged and line.startswith("  ")):
-                judged = False
-                continue
-            print(line, file=out)
-        found = re.search(r"^([0-9a-f]{40}) is the first bad commit", log, re.M)
-        if found is None:
-            if "only skipped commits" in log:
-                print("no first bad commit: the candidates could not be judged (see the log)", file=out)
-                return 2
-            print(f"no slowdown beyond {threshold:.1%} between {good_sha[:10]} and {bad_sha[:10]}", file=out)
-            return 1
-        first = found.group(1)
-        untimed = first == bad_sha and not (runs / f"{first}.json").exists()
-        if (
-            untimed
-            and run_pytest(bisect_tree, pytest_args, runs / f"{first}.json", runs / "pytest.log") is None
-        ):
-            raise BisectError(f"BAD {bad} gave no timed result: see {runs / 'pytest.log'}")
-        bad_run = json.loads((runs / f"{first}.json").read_text(encoding="utf-8"))
-        if first == bad_sha:
-            bad_status, _ = judge(good_run, bad_run, threshold)
-            if bad_status != 1:
-                print(
-                    f"no slowdown beyond {threshold:.1%} between {good_sha[:10]} and {bad_sha[:10]}", file=out
-                )
-                return 1
-        parent = _git(top, "rev-parse", f"{first}^").stdout.strip()
-        before_sha = parent if (runs / f"{parent}.json").exists() else good_sha
-        before_run = json.loads((runs / f"{before_sha}.json").read_text(encoding="utf-8"))
-        subject = _git(top, "log", "-1", "--format=%s", first).stdout.strip()
-        print(f"first bad commit: {first} {subject}", file=out)
-        lines = explain(before_run, bad_run, before_sha, first, threshold) or explain(
-            good_run, bad_run, good_sha, first, threshold
-        )
-        for line in lines:
-            print(f"  {line}", file=out)
-        return 0
+        status = _bisect(top, good, bad, good_sha, bad_sha, pytest_args, threshold, out, work)
+        return status
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        failed = True
+        raise
     finally:
-        _git(bisect_tree, "bisect", "reset", check=False) if bisect_tree.exists() else None
-        for tree in (good_tree, bisect_tree):
-            if tree.exists():
-                _git(top, "worktree", "remove", "--force", str(tree), check=False)
-        _git(top, "worktree", "prune", check=False)
-        if keep:
-            print(f"kept the run files and pytest log in {runs}", file=out)
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        with _uninterrupted():
+            if (bisect_tree / ".git").exists():
+                _git(bisect_tree, "bisect", "reset", check=False)
+            for tree in (good_tree, bisect_tree):
+                _remove_worktree(top, tree)
+            if keep or failed or status in (EXIT_ERROR, EXIT_NOT_NARROWED):
+                print(f"kept the run files and pytest log in {runs}", file=out, flush=True)
+            else:
+                shutil.rmtree(work, ignore_errors=True)
+
+
+def _bisect(
+    top: Path,
+    good: str,
+    bad: str,
+    good_sha: str,
+    bad_sha: str,
+    pytest_args: Sequence[str],
+    threshold: float,
+    out: TextIO,
+    work: Path,
+) -> int:
+    runs = work / "runs"
+    log = runs / "pytest.log"
+    good_tree, bisect_tree = work / "good", work / "bisect"
+    _git(top, "worktree", "add", "--detach", str(good_tree), good_sha)
+    print(f"timing GOOD {good_sha[:10]} in {good_tree}", file=out, flush=True)
+    good_run = run_pytest(good_tree, pytest_args, runs / f"{good_sha}.json", log)
+    if good_run is None or not _results(good_run):
+        raise BisectError(f"GOOD {good} gave no timed result: see {log}")
+    _remove_worktree(top, good_tree)
+    _git(top, "worktree", "add", "--detach", str(bisect_tree), bad_sha)
+    judge_script = work / "judge.py"
+    package_parent = Path(__file__).resolve().parents[2]
+    judge_script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(package_parent)!r})\n"
+        "from pytest_kernelperf.history.bisect import judge_main\n"
+        "sys.exit(judge_main(sys.argv[1:]))\n",
+        encoding="utf-8",
+    )
+    _git(bisect_tree, "bisect", "start", bad_sha, good_sha)
+    done = _git(
+        bisect_tree,
+        "bisect",
+        "run",
+        sys.executable,
+        str(judge_script),
+        "--good",
+        str(runs / f"{good_sha}.json"),
+        "--runs",
+        str(runs),
+        "--threshold",
+        repr(threshold),
+        "--",
+        *pytest_args,
+        check=False,
+    )
+    git_log = done.stdout + done.stderr
+    judged = False  # the judge's lines: its verdict, then its indented details
+    for line in git_log.splitlines():
+        if re.match(r"^[0-9a-f]{10}: (good|bad|skipped)", line):
+            judged = True
+        elif not (judged and line.startswith("  ")):
+            judged = False
+            continue
+        print(line, file=out)
+    state = outcome(bisect_tree)
+    if state is None or not (state.found or state.not_narrowed):
+        tail = "\n".join(git_log.strip().splitlines()[-8:])
+        raise BisectError(f"git bisect run stopped before it found the first bad commit:\n{tail}")
+    # Leave bisect mode: its checkout is the last commit tested, not BAD.
+    _git(bisect_tree, "bisect", "reset", check=False)
+    judgements = _judgements(runs)
+    no_slowdown = f"no slowdown beyond {threshold:.1%} between {good_sha[:10]} and {bad_sha[:10]}"
+    if state.bad == bad_sha and not (runs / f"{bad_sha}.json").exists():
+        # git takes BAD's badness on trust: the judge never ran there.
+        _git(bisect_tree, "checkout", "-q", "--detach", bad_sha)
+        bad_run = run_pytest(bisect_tree, pytest_args, runs / f"{bad_sha}.json", log)
+        if bad_run is None:
+            raise BisectError(f"BAD {bad} gave no timed result: see {log}")
+        bad_status, bad_lines = judge(good_run, bad_run, threshold)
+        if bad_status == SKIP:
+            raise BisectError(f"BAD {bad} gave no result in common with GOOD's run: see {log}")
+        if bad_status != 1:
+            print(no_slowdown, file=out)
+            return EXIT_NO_SLOWDOWN
+        judgements[bad_sha] = ("bad", bad_lines)
+    if state.not_narrowed:
+        return _not_narrowed(top, state, judgements, good_sha, log, out)
+    bad_run = json.loads((runs / f"{state.bad}.json").read_text(encoding="utf-8"))
+    first = state.bad
+    parent = _git(top, "rev-parse", f"{first}^").stdout.strip()
+    before_sha = parent if (runs / f"{parent}.json").exists() else good_sha
+    before_run = json.loads((runs / f"{before_sha}.json").read_text(encoding="utf-8"))
+    subject = _git(top, "log", "-1", "--format=%s", first).stdout.strip()
+    print(f"first bad commit: {first} {subject}", file=out)
+    lines = explain(before_run, bad_run, before_sha, first, threshold) or explain(
+        good_run, bad_run, good_sha, first, threshold
+    )
+    for line in lines:
+        print(f"  {line}", file=out)
+    return EXIT_FOUND
+
+
+def _not_narrowed(
+    top: Path,
+    state: Outcome,
+    judgements: Mapping[str, tuple[str, list[str]]],
+    good_sha: str,
+    log: Path,
+    out: TextIO,
+) -> int:
+    """The slowdown lies in one of several commits that git could not tell apart: list them."""
+    print(
+        f"slowdown found, not narrowed to one commit: git could not test the commits next to it "
+        f"(skipped), so the first bad commit is one of these {len(state.candidates)}, oldest first, "
+        f"each judged against GOOD {good_sha[:10]} (pytest log: {log}):",
+        file=out,
+    )
+    for commit in state.candidates:
+        subject = _git(top, "log", "-1", "--format=%s", commit).stdout.strip()
+        verdict, lines = judgements.get(commit, ("skipped" if commit in state.skipped else "not judged", []))
+        print(f"  {commit[:10]} {verdict}: {subject}", file=out)
+        for line in lines:
+            print(f"    {line}", file=out)
+    return EXIT_NOT_NARROWED
 
 
 def _fraction(text: str) -> float:
@@ -327,6 +501,9 @@ def add_subparser(subparsers: Any) -> argparse.ArgumentParser:
         description="Time GOOD once, then let `git bisect run` time each commit it picks with the same "
         "pytest arguments (in temporary worktrees) and judge it against GOOD. "
         "Usage: bisect GOOD BAD -- PYTEST_ARGS",
+        epilog="Exit status: 0 a first bad commit found; 1 no slowdown between GOOD and BAD; 2 a usage or "
+        "git error, or GOOD gave no result; 3 a slowdown found but not narrowed to one commit (commits "
+        "next to it could not be tested): the candidates are listed with their judgements.",
     )
     parser.set_defaults(run_command=run)
     parser.add_argument("good", metavar="GOOD")
@@ -361,4 +538,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return bisect(args.repo, args.good, args.bad, pytest_args, args.threshold, out, keep=args.keep)
     except BisectError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("interrupted: the temporary worktrees were removed", file=sys.stderr)
+        return EXIT_INTERRUPTED

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import urllib.parse
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,16 +25,23 @@ from .changepoints import SeriesReport, short, status_text
 
 
 def _artifacts(report: SeriesReport, base: Path | None) -> list[list[str]]:
-    """[label, relative href] of the newest run's artefacts that exist on disk."""
+    """[label, href] of the newest run's artefacts that exist on disk. A run file is untrusted
+    input: each href is a path relative to the page, percent-encoded and starting with "./", so
+    that no artefact path (`javascript:...`, `https://...`) is ever read as a URL of its own."""
     out = []
+    folder = base if base is not None else Path.cwd()
     for path in report.latest.artifacts:
         target = Path(path)
         if not target.is_absolute() and base is not None and not target.exists():
             target = base / target
         if target.exists():
-            href = os.path.relpath(target.resolve(), base) if base is not None else str(target)
-            out.append([Path(path).name, Path(href).as_posix()])
+            out.append([Path(path).name, _relative_href(target, folder)])
     return out
+
+
+def _relative_href(target: Path, folder: Path) -> str:
+    relative = Path(os.path.relpath(target.resolve(), folder)).as_posix()
+    return "./" + urllib.parse.quote(relative, safe="/")
 
 
 def series_data(report: SeriesReport, base: Path | None = None) -> dict[str, Any]:
@@ -199,6 +207,8 @@ function el(tag, attrs, parent) {
   if (parent) parent.appendChild(node);
   return node;
 }
+// Links go to a path relative to the page ("./..." as written by the report) or to http(s) only.
+function safeHref(h) { return typeof h === "string" && (/^\\.\\.?\\//.test(h) || /^https?:\\/\\//i.test(h)); }
 function label(s) { return s.test + (s.name ? " [" + s.name + "]" : "") + (s.metric === "device_time" ? "" : " (" + s.metric + ")"); }
 for (const s of DATA) { s.label = label(s); s.runs = s.v.length; }
 
@@ -208,17 +218,18 @@ for (const s of DATA) {
   const tr = document.createElement("tr");
   tr.dataset.id = s.id;
   const cls = s.status.replace(" ", "-");
+  // Data only ever reaches the page as text (textContent, attribute values), never as markup.
   const cells = [
-    ["test", '<a href="#s' + s.id + '"></a>'], ["", ""], ["", ""], ["num", String(s.runs)],
+    ["test", ""], ["", s.device], ["", s.cache], ["num", String(s.runs)],
     ["num", fmtMs(s.latest)], ["num " + (s.total > 0 ? "pos" : "neg"), fmtPct(s.total)],
     ["num " + (s.last === null ? "" : s.last > 0 ? "pos" : "neg"), s.last === null ? "" : fmtPct(s.last) + " at " + s.lastAt],
-    ["", '<span class="badge b-' + cls + '"></span>'], ["", ""],
+    ["", ""], ["", s.verdict],
   ];
-  for (const [c, h] of cells) { const td = document.createElement("td"); td.className = c; td.innerHTML = h; tr.appendChild(td); }
-  tr.cells[0].firstChild.textContent = s.label; tr.cells[0].title = s.label;
-  tr.cells[1].textContent = s.device; tr.cells[2].textContent = s.cache;
-  tr.cells[7].firstChild.textContent = s.status;
-  tr.cells[8].textContent = s.verdict;
+  for (const [c, t] of cells) { const td = document.createElement("td"); td.className = c; td.textContent = t; tr.appendChild(td); }
+  const link = document.createElement("a"); link.href = "#s" + s.id; link.textContent = s.label;
+  tr.cells[0].appendChild(link); tr.cells[0].title = s.label;
+  const badge = document.createElement("span"); badge.className = "badge b-" + cls; badge.textContent = s.status;
+  tr.cells[7].appendChild(badge);
   s.row = tr;
   tbody.appendChild(tr);
 }
@@ -259,7 +270,11 @@ for (const s of DATA) {
   }
   if (s.art.length) {
     const d = document.createElement("div"); d.className = "arts"; d.textContent = "profile artefacts: ";
-    s.art.forEach(([name, href], i) => { const a = document.createElement("a"); a.href = href; a.textContent = name; if (i) d.append(", "); d.appendChild(a); });
+    s.art.forEach(([name, href], i) => {
+      if (i) d.append(", ");
+      if (!safeHref(href)) { d.append(name); return; }  // shown, never followed
+      const a = document.createElement("a"); a.href = href; a.textContent = name; d.appendChild(a);
+    });
     card.appendChild(d);
   }
   s.card = card; s.svg = svg;
@@ -322,7 +337,7 @@ function draw(card) {
     const i = Math.max(0, Math.min(n - 1, Math.round(at)));
     cursor.setAttribute("x1", X(i)); cursor.setAttribute("x2", X(i)); cursor.setAttribute("visibility", "visible");
     const cp = s.cp.find((c) => Math.abs(at - (c.i - 0.5)) <= 0.6);
-    tip.innerHTML = "";
+    tip.replaceChildren();
     const lines = [s.c[i] + " \\u00b7 " + s.t[i], "mean of rounds " + fmtMs(s.v[i]) + " (" + s.r[i].length + " rounds)"];
     if (cp) lines.push(cp.text);
     for (const t of lines) { const div = document.createElement("div"); div.textContent = t; tip.appendChild(div); }

@@ -30,9 +30,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-RUN_SCHEMA = "pytest-kernelperf-run"
+from pytest_kernelperf.model.names import METRICS, RUN_SCHEMA
+
 RUN_SCHEMA_VERSIONS = (1,)
-METRICS = ("device_time", "host_latency")
 MAX_QUANTILES = 32
 BUSY_TIMEOUT_MS = 30_000
 WRITE_ATTEMPTS = 20

@@ -7,6 +7,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_kernelperf.model.names import RUN_SCHEMA, RUN_SCHEMA_VERSION
+
 H200 = "NVIDIA H200"
 DEVICE_ENV = {"torch": "2.13.0", "triton": "3.6.0", "cuda": "12.8", "driver": "570.86", "capability": "9.0"}
 
@@ -101,8 +103,8 @@ def run(
     devices: Sequence[str] = (H200,),
 ) -> dict[str, Any]:
     return {
-        "schema": "pytest-kernelperf-run",
-        "schema_version": 1,
+        "schema": RUN_SCHEMA,
+        "schema_version": RUN_SCHEMA_VERSION,
         "plugin_version": "0.1.0",
         "created": created,
         "mode": "compare",

@@ -8,20 +8,10 @@ from __future__ import annotations
 
 import os
 import platform
-from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
-# The environment key of a GPU's identity (its UUID).
-CARD_KEY = "gpu_uuid"
-
-
-@dataclass(frozen=True)
-class DeviceInfo:
-    kind: str  # "cuda" or "cpu"
-    name: str  # baseline key: "NVIDIA H200", or the CPU model
-    index: int | None = None  # CUDA ordinal in this process
-    environment: dict[str, str] = field(default_factory=dict)
+from pytest_kernelperf.model.device import CARD_KEY, DeviceInfo
 
 
 def cuda_usable() -> bool:

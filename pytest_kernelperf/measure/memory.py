@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.verdict.memory import format_bytes
 
 # Operators listed in a memory failure: the ones that allocated most in one call.

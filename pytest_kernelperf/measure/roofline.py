@@ -18,10 +18,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from pytest_kernelperf.baselines.atomic import write_atomic
+from pytest_kernelperf.atomic import write_atomic
 from pytest_kernelperf.formatting import utc_stamp
-from pytest_kernelperf.measure.device import DeviceInfo
-from pytest_kernelperf.results.throughput import Peak, busy
+from pytest_kernelperf.model.device import DeviceInfo, Peak
 
 CACHE_FILE = "peak_bandwidth.json"
 CACHE_VERSION = 1
@@ -228,7 +227,7 @@ def session_peaks(
             problem = f"{type(exc).__name__}: {exc}"
             notes.append(f"could not measure the copy bandwidth of {device.name}: {problem}")
             continue
-        if busy(peak):
+        if peak.busy:
             assert peak.load_per_core is not None
             notes.append(
                 f"the copy bandwidth of {device.name} was measured while the machine was busy (load "

@@ -29,17 +29,13 @@ from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_kernelperf.measure import health as health_mod
-from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.measure.clock import note
 from pytest_kernelperf.measure.placement import Placements
-from pytest_kernelperf.results import cost
+from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.verdict import noise, stats
 
 if TYPE_CHECKING:
     import torch
-
-METHODS = ("auto", "wall-clock", "cuda-event", "cuda-graph", "cupti")
-CACHE_MODES = ("hot", "cold")
-PLACEMENT_MODES = ("fresh", "process")
 
 # A graph replay long enough that event resolution (~0.5 us) and replay launch stop mattering.
 _GRAPH_REPLAY_S = 2e-3
@@ -81,6 +77,9 @@ class SamplingPlan:
     # until the standard error of its level is at most `target_se` (relative). None: `rounds` only.
     max_rounds: int | None = None
     target_se: float = 0.005
+    # The round SD (relative) the kernel's baseline showed: rounds that happen to agree (a
+    # placement-sensitive kernel landing on good placements five times) do not stop the draw early.
+    known_round_sd: float = 0.0
 
     def scaled(self, share: float) -> SamplingPlan:
         return replace(self, min_time_s=self.min_time_s * share, max_time_s=self.max_time_s * share)
@@ -95,7 +94,9 @@ class SamplingPlan:
             return True
         if self.max_rounds is None or len(locations_ms) >= self.max_rounds:
             return False
-        return noise.level_standard_error(locations_ms) > self.target_se
+        own = noise.level_standard_error(locations_ms)
+        known = self.known_round_sd / math.sqrt(len(locations_ms))
+        return max(own, known) > self.target_se
 
 
 @dataclass(frozen=True)
@@ -267,7 +268,7 @@ def warm_up(call: Callable[[], object], sync: Callable[[], None], warmup_s: floa
         settled = times[-1] <= 1.5 * min(times) or elapsed >= 20 * warmup_s
         if len(times) >= 3 and elapsed >= warmup_s and settled:
             break
-    cost.note("warmup", time.perf_counter() - began)
+    note("warmup", time.perf_counter() - began)
     return stats.quantile(sorted(times[-3:]), 0.5)
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from pytest_kernelperf.measure import gpu
 from pytest_kernelperf.measure.timing import Timer
+from pytest_kernelperf.model.result import BenchResult
 from pytest_kernelperf.plugins.items import uses_kernel_bench
-from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.settings import Settings
 
 

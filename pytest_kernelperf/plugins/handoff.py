@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey
 from pytest_kernelperf.measure import gpu
 from pytest_kernelperf.measure.faults import Poison
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey
+from pytest_kernelperf.model.result import BenchResult
 from pytest_kernelperf.results import transport
-from pytest_kernelperf.results.result import BenchResult
 
 PAYLOAD_KEY = "kernelperf"  # in xdist's workeroutput
 PAYLOAD_FORMAT = 1

@@ -24,9 +24,8 @@ from typing import Any
 
 import pytest
 
-from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey
 from pytest_kernelperf.baselines.yaml_io import dump
-from pytest_kernelperf.ids import split_nodeid
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, split_nodeid
 from pytest_kernelperf.plugins import isolate
 from pytest_kernelperf.plugins.role import RECORD_NODEIDS, RECORD_OUTPUT
 

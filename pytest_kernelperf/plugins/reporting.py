@@ -19,13 +19,11 @@ import pytest
 from pytest_kernelperf import __version__
 from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.measure import roofline
-from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.model.device import DeviceInfo, Peak
+from pytest_kernelperf.model.result import BenchResult, Verdict
 from pytest_kernelperf.plugins.role import ROLE
 from pytest_kernelperf.plugins.session import KernelperfSession
 from pytest_kernelperf.results import render, runfile
-from pytest_kernelperf.results.result import BenchResult
-from pytest_kernelperf.results.throughput import Peak
-from pytest_kernelperf.verdict.judge import Verdict
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 MARKUP: dict[str, dict[str, bool]] = {

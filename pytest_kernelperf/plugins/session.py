@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate
 from pytest_kernelperf.baselines.yaml_io import BaselineError
-from pytest_kernelperf.ids import split_nodeid
 from pytest_kernelperf.kernel_bench import Callbacks, KernelBench, PastRuns, no_guard
-from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.memory import MemoryReading, MemoryRequest
 from pytest_kernelperf.measure.timing import Timer
+from pytest_kernelperf.model.baseline import split_nodeid
+from pytest_kernelperf.model.device import DeviceInfo
+from pytest_kernelperf.model.result import BenchResult
 from pytest_kernelperf.plugins.progress import Progress
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
 from pytest_kernelperf.results.cost import RunClock
-from pytest_kernelperf.results.result import BenchResult
 from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict.noise import HISTORY_MAX_RUNS
 from pytest_kernelperf.verdict.prior import NoisePrior

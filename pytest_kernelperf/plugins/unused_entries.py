@@ -22,7 +22,7 @@ import pytest
 from pytest_kernelperf.baselines.store import BaselineStore
 from pytest_kernelperf.baselines.unused import unused_tests
 from pytest_kernelperf.baselines.yaml_io import BaselineError
-from pytest_kernelperf.ids import split_nodeid
+from pytest_kernelperf.model.baseline import split_nodeid
 
 PRUNE_HINT = "remove them with `pytest --kernelperf-update-baselines --kernelperf-prune` on an unfiltered run"
 

@@ -12,11 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_kernelperf.model.call import FRESH, CompileContext, TensorInput
 from pytest_kernelperf.profiling import inputs
 from pytest_kernelperf.profiling.autotune import BASELINE, FREE, AutotuneWatch
-from pytest_kernelperf.profiling.compile_context import FRESH, CompileContext
 from pytest_kernelperf.profiling.dynamo_watch import CompileWatch
-from pytest_kernelperf.profiling.inputs import TensorInput
 
 
 @dataclass(frozen=True)

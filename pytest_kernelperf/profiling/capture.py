@@ -27,10 +27,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_kernelperf.ids import unique_file_part
-from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.timing import is_device_activity, one_cycle_profiler_warning_silenced
+from pytest_kernelperf.model.call import KernelRecord
+from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.profiling import codegen, inventory
-from pytest_kernelperf.profiling.inventory import DeviceEvent, KernelRecord
+from pytest_kernelperf.profiling.inventory import DeviceEvent
 
 PROFILED_CALLS = 3
 CPU_NO_INVENTORY = "no kernel inventory on CPU (device kernels only)"

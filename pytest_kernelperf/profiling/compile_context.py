@@ -11,60 +11,10 @@ must say when the cause is the compile context rather than the code. Pure: the t
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 
-STATIC = "static"
-DYNAMIC = "dynamic"
-SHAPES = (STATIC, DYNAMIC)
-# How each kernel_bench measurement meets torch.compile's in-process caches.
-FRESH = "fresh"  # a fresh compile context per measurement: verdicts independent of process history
-SHARED = "shared"  # the process's warmed caches as they are (measure what a long-lived process runs)
-MODES = (FRESH, SHARED)
+from pytest_kernelperf.model.call import SHARED, STATIC, CompileContext
+
 _TEXT = re.compile(r"^[^\x00-\x1f]{1,200}$")
-
-
-@dataclass(frozen=True)
-class CompileContext:
-    """How the torch.compile'd code of one measured call was compiled.
-
-    `dynamic` names the symbolic dimensions ("x: dim 0"); `seen` the shapes the same function was
-    given earlier in the process, which made them symbolic; `kernels` the kernels inductor generated
-    for the call's graphs and `code` a hash of their source (comments left out).
-    """
-
-    shapes: str  # STATIC or DYNAMIC
-    compiles: int = 0  # compilations during the first call and warm-up
-    dynamic: tuple[str, ...] = ()
-    seen: tuple[str, ...] = ()
-    kernels: tuple[str, ...] = ()
-    code: str | None = None
-    mode: str = FRESH
-    reason: str | None = None  # dynamo's recompile reason, where it gave one
-
-    def summary(self) -> str:
-        if self.shapes == STATIC:
-            return "compiled with static shapes"
-        dims = f" ({', '.join(self.dynamic)})" if self.dynamic else ""
-        return f"compiled with dynamic shapes{dims}"
-
-    def why(self) -> str:
-        """Why the shapes are dynamic, as a clause ("because ..."), or ''."""
-        if self.shapes != DYNAMIC:
-            return ""
-        if self.seen:
-            return f" because the same function saw {_plural_shapes(self.seen)} earlier in this process" + (
-                f" ({self.reason})" if self.reason else ""
-            )
-        if self.reason:
-            return f" ({self.reason})"
-        return " (dynamic=True, mark_dynamic, or shapes seen earlier in this process)"
-
-
-def _plural_shapes(shapes: Sequence[str]) -> str:
-    if len(shapes) == 1:
-        return f"shape {shapes[0]}"
-    return "shapes " + ", ".join(shapes[:-1]) + f" and {shapes[-1]}"
 
 
 def describe(context: CompileContext | None) -> str:

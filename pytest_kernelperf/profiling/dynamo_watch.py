@@ -20,8 +20,7 @@ import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from pytest_kernelperf.profiling.compile_context import DYNAMIC, FRESH, STATIC, CompileContext
-from pytest_kernelperf.profiling.inputs import TensorInput
+from pytest_kernelperf.model.call import DYNAMIC, FRESH, STATIC, CompileContext, TensorInput
 
 CodeKey = tuple[str, int, str]  # (file, first line, name): how dynamo's code state names a code object
 _KERNEL = re.compile(r"^(\w+) = async_compile\.\w+\(", re.MULTILINE)

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pytest_kernelperf.baselines.schema import BaselineEntry
+from pytest_kernelperf.formatting import artifact_line
+from pytest_kernelperf.model.baseline import BaselineEntry
+from pytest_kernelperf.model.call import KernelRecord
 from pytest_kernelperf.profiling import compile_context, envdiff, inventory
 from pytest_kernelperf.profiling.autotune import autotune_line
 from pytest_kernelperf.profiling.capture import CallProfile
 from pytest_kernelperf.profiling.inputs import input_line
-from pytest_kernelperf.profiling.inventory import KernelRecord
-from pytest_kernelperf.results.render import artifact_line
 
 INDENT = "  "
 UPDATE_FLAG = "--kernelperf-update-baselines"
@@ -88,11 +88,18 @@ def regression_details(
     environment: Mapping[str, str],
     profiled: CallProfile | None,
     current: BaselineEntry | None = None,
+    call_ms: tuple[float, float] | None = None,
 ) -> list[str]:
     """Inputs, compile context, autotuner choices, kernel inventory diff, generated code,
-    environment diff and artefacts, one item a line. `current` is the entry this run makes."""
+    environment diff and artefacts, one item a line. `current` is the entry this run makes.
+
+    `call_ms`: the call's time (baseline, now) exactly as the message's headline states it, so that
+    the kernels are set against the same change as the verdict's; without it, the figures judged
+    (each entry's level, the geometric mean of its rounds), never the medians of samples."""
     lines = context_lines(baseline, current)
-    overall = (baseline.device_time.median_ms, current.device_time.median_ms) if current is not None else None
+    overall = call_ms
+    if overall is None and current is not None:
+        overall = (baseline.device_time.level_ms, current.device_time.level_ms)
     changed = current is not None and compile_context.differs(
         baseline.compile_context, current.compile_context
     )

@@ -8,36 +8,15 @@ Pure: tensors are read by duck typing (`shape`, `stride()`, `dtype`), so no torc
 from __future__ import annotations
 
 import inspect
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from pytest_kernelperf.model.call import TensorInput, shape_text
 
 MAX_INPUTS = 16
 # A name a baseline file may hold: a parameter name, or `#<position>` without a signature.
 NAME = re.compile(r"^[#A-Za-z_][A-Za-z0-9_.\[\]]{0,99}$")
-
-
-@dataclass(frozen=True)
-class TensorInput:
-    """One tensor argument of the call."""
-
-    name: str  # the parameter's name, or "#0" for the first positional argument without one
-    shape: tuple[int, ...]
-    stride: tuple[int, ...]
-    dtype: str  # "float32", "bfloat16", ...
-
-    @property
-    def elements(self) -> int:
-        return math.prod(self.shape)
-
-    def spelled(self) -> str:
-        return f"{self.name}: {self.dtype} {_shape(self.shape)}"
-
-
-def _shape(shape: Sequence[int]) -> str:
-    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 def _is_tensor(value: object) -> bool:
@@ -114,13 +93,13 @@ def describe_change(baseline: Sequence[TensorInput], current: Sequence[TensorInp
         if a.shape != b.shape:
             parts.append(
                 f"{name} {_grew(a.elements, b.elements)} ({a.elements} -> {b.elements} elements, "
-                f"shape {_shape(a.shape)} -> {_shape(b.shape)})"
+                f"shape {shape_text(a.shape)} -> {shape_text(b.shape)})"
             )
         if a.dtype != b.dtype:
             parts.append(f"{name} {a.dtype} -> {b.dtype}")
         if a.shape == b.shape and a.stride != b.stride:
             layout = " (no longer contiguous)" if a.stride == _contiguous(a.shape) else ""
-            parts.append(f"{name} strides {_shape(a.stride)} -> {_shape(b.stride)}{layout}")
+            parts.append(f"{name} strides {shape_text(a.stride)} -> {shape_text(b.stride)}{layout}")
     parts.extend(f"{old[name].spelled()} is gone" for name in old if name not in new)
     return parts
 

@@ -12,12 +12,12 @@ one launch, rounded to three significant digits, at most `MAX_KERNELS` entries, 
 from __future__ import annotations
 
 import difflib
-import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from pytest_kernelperf.formatting import significant
+from pytest_kernelperf.model.call import KernelRecord
 
 MAX_KERNELS = 24
 # Below these, a per-kernel time change is profiler noise and not worth a line. Without the
@@ -28,6 +28,9 @@ TIME_CHANGE_REL = 0.10
 TIME_CHANGE_MS = 0.0005
 NOISE_REL = 0.02
 SHARE_OF_CHANGE = 0.25
+# With no kernel named, the slowdown is said to lie outside the kernels only when their summed time
+# changed by less than this share (in %) of the call's change.
+OUTSIDE_SHARE = 50
 # Names at least this similar are one kernel renamed (a new tiling, a new fusion) rather than one
 # kernel removed and an unrelated one added.
 RENAME_SIMILARITY = 0.6
@@ -41,26 +44,6 @@ class DeviceEvent:
     name: str
     duration_us: float
     grid: tuple[int, ...] | None = None
-
-
-@dataclass(frozen=True)
-class KernelRecord:
-    """One kernel (or memcpy/memset) of a call, aggregated over the profiled calls."""
-
-    name: str
-    launches: int  # per call
-    share: float  # of the call's device time, 0 to 1
-    ms: float  # mean duration of one launch
-    code: str | None = None  # short hash of the generated code (Triton PTX, CUDA SASS), where known
-    grid: tuple[int, ...] | None = None  # launch grid in blocks (x, y, z), where the profiler gives one
-
-    @property
-    def blocks(self) -> int | None:
-        return math.prod(self.grid) if self.grid else None
-
-    @property
-    def per_call_ms(self) -> float:
-        return self.launches * self.ms
 
 
 def summarize(events: Iterable[DeviceEvent], calls: int) -> tuple[KernelRecord, ...]:
@@ -279,7 +262,9 @@ def _grid(kernel: KernelRecord) -> str:
 
 
 def _outside(d: InventoryDiff, launched: int) -> str:
-    """The kernels did not change enough to explain the call's change: say by how much they did."""
+    """No kernel changed enough to be named: say how much the kernels' time changed against the
+    call's, in ms, and conclude only what those figures show. The kernels' share of the call's change
+    decides: under half, the rest lies outside the kernels; from half on, the kernels account for it."""
     same = f"the same {_plural(launched, 'kernel launch')} as the baseline"
     if d.overall_ms is None:
         return (
@@ -288,11 +273,33 @@ def _outside(d: InventoryDiff, launched: int) -> str:
         )
     before = sum(k.per_call_ms for k in d.baseline)
     after = sum(k.per_call_ms for k in d.current)
-    return (
-        f"{same}; their time per call {_ms(before)} -> {_ms(after)}{_change(before, after)} against "
-        f"{_percent(*d.overall_ms)} for the call: the slowdown is outside the kernels "
-        "(launch overhead, gaps between kernels, host work?)"
+    call_before, call_after = d.overall_ms
+    kernels = after - before
+    call = call_after - call_before
+    call_figures = (
+        f"{call_before:.4g} ms -> {call_after:.4g} ms ({_delta_ms(call)}, {_percent(*d.overall_ms)})"
     )
+    figures = (
+        f"{same}; their time per call {_ms(before)} -> {_ms(after)} ({_delta_ms(kernels)}) against "
+        f"{call_figures} for the call"
+    )
+    outside = "so the slowdown is outside the kernels (launch overhead, gaps between kernels, host work?)"
+    if call <= 0:
+        return figures
+    if kernels <= 0:
+        return f"{figures}: the kernels' time did not grow, {outside}"
+    share = round(kernels / call * 100)
+    if share < OUTSIDE_SHARE:
+        return f"{figures}: the kernels account for {share}% of the call's change, {outside}"
+    small = f"{NOISE_REL:.0%} of its time, {TIME_CHANGE_MS * 1e3:g} us or a quarter of the call's change"
+    return (
+        f"{figures}: the kernels account for {share}% of the call's change, so the slowdown is in the "
+        f"kernels, though no one kernel's change is large enough to name (each is under {small})"
+    )
+
+
+def _delta_ms(value: float) -> str:
+    return f"{value:+.3g} ms"
 
 
 def describe_code(d: InventoryDiff) -> str | None:

@@ -1,1 +1,2 @@
-"""Results: the result type, the run file, saved-run operations, transport between processes, renderers."""
+"""Results: throughput figures, the run file, saved-run operations, transport between processes, renderers
+(the result type itself is model/result.py)."""

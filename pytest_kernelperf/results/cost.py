@@ -2,27 +2,26 @@
 
 GPU time is what a team pays for; most of a run is not the measurement itself but start-up,
 compilation, warm-up, profiling and file I/O. Each `kernel_bench` call keeps a `Clock` of its
-phases (`CallCost`, per result); the session keeps one for the run (`RunCost`). Both go into the run
+phases (measure/clock.py; `CallCost`, per result, in model/result.py); the session keeps one for
+the run (`RunCost`). Both go into the run
 JSON (`cost_s`) and, with `--kernelperf-durations=N`, onto the terminal with the figure that sums
 up a run's cost: seconds of wall time per judged measurement.
 
-The warm-up is inside the timer (measure/timing.py), which the pytest_kernelperf_make_timer hook
-may replace: `warm_up` reports its seconds to the clock active around the measurement (`note`), and
-the rest of the measurement counts as rounds. Pure: no pytest, no torch.
+The warm-up is inside the timer (measure/timing.py), which reports its seconds to the clock active
+around the measurement (measure/clock.py). Pure: no pytest, no torch.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-# The phases of one kernel_bench call, in the order they happen (`CallCost`'s fields but `total`).
-CALL_PHASES = ("context", "first_call", "warmup", "rounds", "memory", "profile", "judge", "baseline_io")
+from pytest_kernelperf.measure.clock import Clock
+from pytest_kernelperf.model.result import CALL_PHASES, SECOND_DIGITS, CallCost, rounded_seconds
+
 CALL_TITLES = {
     "context": "context",
     "first_call": "first call",
@@ -52,91 +51,6 @@ RUN_TITLES = {
     "peak_bandwidth": "peak bandwidth",
     "reports": "reports",
 }
-# Seconds are kept to the microsecond: far below any phase worth a look, and short files.
-_DIGITS = 6
-
-
-class Clock:
-    """Seconds per phase, added up: one per kernel_bench call, and one per run."""
-
-    def __init__(self, began: float | None = None) -> None:
-        self.began = time.perf_counter() if began is None else began
-        self.seconds: dict[str, float] = {}
-
-    def add(self, phase: str, seconds: float) -> None:
-        self.seconds[phase] = self.seconds.get(phase, 0.0) + max(0.0, seconds)
-
-    @contextlib.contextmanager
-    def phase(self, name: str, *, less: Sequence[str] = ()) -> Iterator[None]:
-        """Time the block as `name`, less what the phases `less` gained inside it meanwhile (the
-        warm-up inside a measurement, which `note` reports)."""
-        before = sum(self.seconds.get(inner, 0.0) for inner in less)
-        began = time.perf_counter()
-        try:
-            yield
-        finally:
-            inner = sum(self.seconds.get(inner, 0.0) for inner in less) - before
-            self.add(name, time.perf_counter() - began - inner)
-
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.began
-
-    def call_cost(self) -> CallCost:
-        """The phases so far, and the call's wall time up to now as its total."""
-        return CallCost.of(self.seconds, self.elapsed())
-
-
-_ACTIVE: contextvars.ContextVar[Clock | None] = contextvars.ContextVar("kernelperf_clock", default=None)
-
-
-@contextlib.contextmanager
-def active(clock: Clock) -> Iterator[Clock]:
-    """Make `clock` the one `note` adds to while the block runs (a measurement of a call)."""
-    token = _ACTIVE.set(clock)
-    try:
-        yield clock
-    finally:
-        _ACTIVE.reset(token)
-
-
-def note(phase: str, seconds: float) -> None:
-    """Seconds of a phase spent deep inside a measurement (warm-up), for the active clock if any."""
-    clock = _ACTIVE.get()
-    if clock is not None:
-        clock.add(phase, seconds)
-
-
-def _rounded(seconds: float) -> float:
-    return round(max(0.0, seconds), _DIGITS)
-
-
-@dataclass(frozen=True)
-class CallCost:
-    """Seconds of one kernel_bench call, by phase; `total` is the call's wall time, from its start
-    to its return, and the phases add up to at most it (the rest: argument checks, input snapshots,
-    bookkeeping)."""
-
-    context: float = 0.0  # the call's context: a fresh torch.compile context, autotuners watched
-    first_call: float = 0.0  # the first call of fn and the reference check: compile, JIT, autotune
-    warmup: float = 0.0  # warm-up before each round (the first round's pays what the first call left)
-    rounds: float = 0.0  # sampling the rounds (and drawing their memory placements)
-    memory: float = 0.0  # the dedicated call that measures peak device memory (CUDA)
-    profile: float = 0.0  # torch.profiler runs after the timing (inventory, explanation, artefacts)
-    judge: float = 0.0  # verdicts and statistics (the first read of the run's baselines: the prior)
-    baseline_io: float = 0.0  # reading this call's baseline entry, staging the new one
-    total: float = 0.0
-
-    @classmethod
-    def of(cls, seconds: Mapping[str, float], total: float) -> CallCost:
-        phases = {name: _rounded(seconds.get(name, 0.0)) for name in CALL_PHASES}
-        return cls(**phases, total=max(_rounded(total), round(sum(phases.values()), _DIGITS)))
-
-    def phases(self) -> dict[str, float]:
-        return {name: getattr(self, name) for name in CALL_PHASES}
-
-    @property
-    def other(self) -> float:
-        return max(0.0, self.total - sum(self.phases().values()))
 
 
 def add_up(costs: Iterable[CallCost]) -> CallCost:
@@ -145,7 +59,7 @@ def add_up(costs: Iterable[CallCost]) -> CallCost:
     for cost in costs:
         for name in sums:
             sums[name] += getattr(cost, name)
-    return CallCost(**{name: round(value, _DIGITS) for name, value in sums.items()})
+    return CallCost(**{name: round(value, SECOND_DIGITS) for name, value in sums.items()})
 
 
 @dataclass(frozen=True)
@@ -174,8 +88,10 @@ class RunClock(Clock):
         super().__init__(began=time.perf_counter() - process_age())
 
     def run_cost(self) -> RunCost:
-        phases = {name: _rounded(self.seconds.get(name, 0.0)) for name in RUN_PHASES}
-        return RunCost(**phases, total=max(_rounded(self.elapsed()), round(sum(phases.values()), _DIGITS)))
+        phases = {name: rounded_seconds(self.seconds.get(name, 0.0)) for name in RUN_PHASES}
+        return RunCost(
+            **phases, total=max(rounded_seconds(self.elapsed()), round(sum(phases.values()), SECOND_DIGITS))
+        )
 
 
 def process_age(proc: Path = Path("/proc")) -> float:

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_kernelperf.ids import file_part
+from pytest_kernelperf.model.device import Peak
+from pytest_kernelperf.model.result import BenchResult, Verdict
 from pytest_kernelperf.results.render import VERDICT_STYLE, Group, change_text, groups
-from pytest_kernelperf.results.result import BenchResult
-from pytest_kernelperf.results.throughput import Peak, figures
-from pytest_kernelperf.verdict.judge import Verdict
+from pytest_kernelperf.results.throughput import figures
 
 # The terminal's styles of verdicts, in plot colours: both outputs mark the same verdicts.
 _STYLE_COLOURS = {"bad": "#d62728", "good": "#2ca02c", "warn": "#ff7f0e"}

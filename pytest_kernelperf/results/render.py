@@ -9,19 +9,20 @@ honours `--color` and plain terminals, and markdown onto bold text.
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from pytest_kernelperf.baselines.store import FileUpdate
-from pytest_kernelperf.formatting import significant
-from pytest_kernelperf.ids import display_name, split_nodeid
-from pytest_kernelperf.results.result import BenchResult
-from pytest_kernelperf.results.throughput import Figures, Peak, busy, figures
-from pytest_kernelperf.verdict.judge import Verdict
+from pytest_kernelperf.formatting import artifact_line, significant
+from pytest_kernelperf.ids import display_name
+from pytest_kernelperf.model.baseline import split_nodeid
+from pytest_kernelperf.model.device import Peak
+from pytest_kernelperf.model.result import BenchResult, Verdict
+from pytest_kernelperf.results.throughput import Figures, figures
+from pytest_kernelperf.verdict.memory import memory_text
+from pytest_kernelperf.verdict.shift import device_shifts
 
 _PARAMS = re.compile(r"\[(?P<param>.*)\]$")
 
@@ -150,7 +151,7 @@ def memory_cell(result: BenchResult) -> Cell:
     memory = result.memory
     if memory is None:
         return Cell("")
-    return Cell(memory.cell(), "bad" if memory.exceeded else "")
+    return Cell(memory_text(memory), "bad" if memory.exceeded else "")
 
 
 def ratio_cell(result: BenchResult) -> Cell:
@@ -262,6 +263,7 @@ def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | Non
     if any(r.verdict is Verdict.NEW for r in results):
         lines.append(((NEW_NOTE, "dim"),))
     lines.extend(((line, "warn"),) for line in host_lines(results))
+    lines.extend(((line, "warn"),) for line in shift_lines(results))
     overall = totals(results)
     worst = "bad" if any(_failing(r) for r in results) else ""
     lines.append((("kernelperf: ", "bold"), (overall, worst or "bold")))
@@ -275,6 +277,29 @@ def _failing(result: BenchResult) -> bool:
         or (result.ratio is not None and result.ratio.exceeded)
         or (result.memory is not None and result.memory.exceeded)
     )
+
+
+def shift_lines(results: Sequence[BenchResult]) -> list[str]:
+    """A device shift, where most kernels on a device moved alike (verdict/shift.py)."""
+    judged = [
+        (r.device, r.label, r.comparison.ratio)
+        for r in results
+        if r.comparison is not None and r.comparison.ratio is not None and r.baseline_ms is not None
+    ]
+    thresholds = [r.comparison.threshold for r in results if r.comparison and r.comparison.threshold]
+    lines = []
+    for found in device_shifts(judged, min(thresholds, default=0.01)):
+        line = (
+            f"device shift on {found.device}: {found.agreeing} of {found.kernels} kernels moved the same "
+            f"way, median {change_text((found.ratio - 1) * 100)}; a card, clock, driver or toolkit "
+            "change moves every kernel alike, and each verdict stands on its own"
+        )
+        if found.beyond:
+            line += "; beyond the shift: " + ", ".join(
+                f"{label} {change_text((ratio - 1) * 100)}" for label, ratio in found.beyond
+            )
+        lines.append(line)
+    return lines
 
 
 def host_lines(results: Sequence[BenchResult]) -> list[str]:
@@ -306,7 +331,7 @@ def peak_lines(peaks: Mapping[str, Peak]) -> list[str]:
     lines = []
     for name, peak in peaks.items():
         line = f"{name}: copy bandwidth {peak.gb_per_s:.4g} GB/s ({peak.method})"
-        if busy(peak):
+        if peak.busy:
             line += f"; measured while the machine was busy (load {peak.load_per_core:.2g} per core)"
         lines.append(line)
     return lines
@@ -389,7 +414,7 @@ def markdown(
         lines.extend([CACHE_NOTE, ""])
     if any(r.verdict is Verdict.NEW for r in results):
         lines.extend([NEW_NOTE.replace("--", "`--", 1) + "`", ""])
-    for line in host_lines(results):
+    for line in (*host_lines(results), *shift_lines(results)):
         lines.extend([_md(line), ""])
     if peaks or environment:
         lines.extend(["<details><summary>Environment</summary>", ""])
@@ -481,28 +506,3 @@ def artifact_lines(results: Sequence[BenchResult]) -> list[str]:
         if line is not None:
             lines.append(f"{result.label}: {line}")
     return lines
-
-
-def display_path(path: Path | str) -> str:
-    """`path` relative to the working directory when it lies below it (shorter messages)."""
-    text = str(path)
-    try:
-        relative = os.path.relpath(text)
-    except ValueError:  # another drive on Windows
-        return text
-    return text if relative.startswith("..") else relative
-
-
-def artifact_line(artifacts: Sequence[str | Path]) -> str | None:
-    """`<folder> (file, file, code/...)` for the files of one call's profile."""
-    if not artifacts:
-        return None
-    paths = [Path(p) for p in artifacts]
-    folder = Path(os.path.commonpath([str(p.parent) for p in paths]))
-    names: list[str] = []
-    for path in paths:
-        relative = path.relative_to(folder).as_posix()
-        top = relative.split("/", 1)[0] + "/" if "/" in relative else relative
-        if top not in names:
-            names.append(top)
-    return f"{display_path(folder)} ({', '.join(names)})"

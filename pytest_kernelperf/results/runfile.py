@@ -19,25 +19,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_kernelperf.baselines.atomic import write_atomic
-from pytest_kernelperf.baselines.schema import (
-    CACHE_MODES,
-    BaselineEntry,
-    SchemaError,
-    entry_from_data,
-    entry_to_data,
-    path_text,
+from pytest_kernelperf.atomic import write_atomic
+from pytest_kernelperf.baselines.schema import SchemaError, entry_from_data, entry_to_data, path_text
+from pytest_kernelperf.model.baseline import BaselineEntry
+from pytest_kernelperf.model.device import DeviceInfo, Peak
+from pytest_kernelperf.model.names import CACHE_MODES
+from pytest_kernelperf.model.names import RUN_SCHEMA as SCHEMA
+from pytest_kernelperf.model.names import RUN_SCHEMA_VERSION as SCHEMA_VERSION
+from pytest_kernelperf.model.result import (
+    CALL_PHASES,
+    BenchResult,
+    CallCost,
+    Comparison,
+    MemoryCheck,
+    RatioCheck,
+    Throttling,
+    Verdict,
 )
-from pytest_kernelperf.measure.device import DeviceInfo
-from pytest_kernelperf.results.cost import CALL_PHASES, RUN_PHASES, CallCost, RunCost, add_up
-from pytest_kernelperf.results.result import BenchResult
-from pytest_kernelperf.results.throughput import Peak, figures
-from pytest_kernelperf.verdict.judge import MODEL, Comparison, Throttling, Verdict
-from pytest_kernelperf.verdict.memory import MemoryCheck
-from pytest_kernelperf.verdict.ratio import RatioCheck
+from pytest_kernelperf.results.cost import RUN_PHASES, RunCost, add_up
+from pytest_kernelperf.results.throughput import figures
+from pytest_kernelperf.verdict.judge import MODEL
 
-SCHEMA = "pytest-kernelperf-run"
-SCHEMA_VERSION = 1
 MAX_FILE_BYTES = 512 * 1024 * 1024
 
 

@@ -15,16 +15,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_kernelperf import __version__
-from pytest_kernelperf.baselines.schema import BaselineEntry, EntryKey, MetricRecord
 from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate, file_for
 from pytest_kernelperf.formatting import utc_stamp
-from pytest_kernelperf.measure.device import CARD_KEY, DeviceInfo
-from pytest_kernelperf.results.result import BenchResult
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord
+from pytest_kernelperf.model.device import CARD_KEY, DeviceInfo, Peak
+from pytest_kernelperf.model.result import BenchResult, Comparison, MemoryCheck, Verdict
 from pytest_kernelperf.results.runfile import RunReport
-from pytest_kernelperf.results.throughput import Peak
 from pytest_kernelperf.settings import DEFAULTS
-from pytest_kernelperf.verdict.judge import Comparison, Rounds, Verdict, judge
-from pytest_kernelperf.verdict.memory import MemoryCheck, judge_memory
+from pytest_kernelperf.verdict.judge import Rounds, judge
+from pytest_kernelperf.verdict.memory import judge_memory
 from pytest_kernelperf.verdict.prior import NoisePrior
 
 DEFAULT_THRESHOLD = DEFAULTS["threshold"]

@@ -19,16 +19,10 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
-from pytest_kernelperf.baselines.schema import (
-    CACHE_MODES,
-    BaselineEntry,
-    EntryKey,
-    SchemaError,
-    entry_from_data,
-    entry_to_data,
-    path_text,
-)
-from pytest_kernelperf.results.result import BenchResult
+from pytest_kernelperf.baselines.schema import SchemaError, entry_from_data, entry_to_data, path_text
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey
+from pytest_kernelperf.model.names import CACHE_MODES
+from pytest_kernelperf.model.result import BenchResult
 from pytest_kernelperf.results.runfile import RunFileError, result_from_dict, result_to_dict
 
 T = TypeVar("T")

@@ -6,63 +6,17 @@ more than `memory_threshold` of the baseline and more than `MEMORY_FLOOR_BYTES` 
 keeps small, legitimate wobbles out: the caching allocator rounds every block up (to 512 bytes, more
 with `roundup_power2_divisions`), and libraries keep small scratch buffers whose size follows the
 kernel configuration chosen (a Triton autotuner's pick, cuBLAS's heuristics); a kernel that starts
-allocating a workspace of its own is far above it. Pure: no torch, no pytest.
+allocating a workspace of its own is far above it. The check itself (MemoryCheck) is a record of
+model/result.py. Pure: no torch, no pytest.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-MEMORY_FLOOR_BYTES = 1 << 20  # growth below this never fails, whatever the threshold
+from pytest_kernelperf.model.result import MEMORY_FLOOR_BYTES, MemoryCheck, allowed_growth
+
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
-
-
-@dataclass(frozen=True)
-class MemoryCheck:
-    """A call's peak device memory beyond what was allocated before it, and its judgement.
-
-    `baseline_bytes` is None when the baseline has no figure (no baseline, an entry recorded before
-    memory was measured, or on another device): then nothing is judged.
-    """
-
-    peak_bytes: int
-    baseline_bytes: int | None = None
-    threshold: float = 0.1
-    exceeded: bool = False
-    # The operators that allocated most in one call now (torch.profiler), found for a failure.
-    allocations: tuple[str, ...] = ()
-
-    @property
-    def allowed_growth_bytes(self) -> int | None:
-        """The growth over the baseline that still passes: threshold x baseline, 1 MiB at least."""
-        if self.baseline_bytes is None:
-            return None
-        return allowed_growth(self.baseline_bytes, self.threshold)
-
-    @property
-    def growth_bytes(self) -> int | None:
-        return None if self.baseline_bytes is None else self.peak_bytes - self.baseline_bytes
-
-    @property
-    def change_pct(self) -> float | None:
-        if self.baseline_bytes is None:
-            return None
-        if self.baseline_bytes == 0:
-            return 0.0 if self.peak_bytes == 0 else math.inf
-        return (self.peak_bytes / self.baseline_bytes - 1) * 100
-
-    def cell(self) -> str:
-        """ "192 MiB", or "192 MiB (+64 MiB)" when it differs from its baseline."""
-        text = format_bytes(self.peak_bytes)
-        growth = self.growth_bytes
-        if growth:
-            text += f" ({'+' if growth > 0 else '-'}{format_bytes(abs(growth))})"
-        return text
-
-
-def allowed_growth(baseline_bytes: int, threshold: float) -> int:
-    return max(math.ceil(threshold * baseline_bytes), MEMORY_FLOOR_BYTES)
 
 
 def judge_memory(peak_bytes: int, baseline_bytes: int | None, threshold: float) -> MemoryCheck:
@@ -81,6 +35,15 @@ def format_bytes(count: int) -> str:
             return f"{int(value)} B" if unit == "B" else f"{value:.3g} {unit}"
         value /= 1024
     raise AssertionError("unreachable")
+
+
+def memory_text(check: MemoryCheck) -> str:
+    """ "192 MiB", or "192 MiB (+64 MiB)" when it differs from its baseline."""
+    text = format_bytes(check.peak_bytes)
+    growth = check.growth_bytes
+    if growth:
+        text += f" ({'+' if growth > 0 else '-'}{format_bytes(abs(growth))})"
+    return text
 
 
 def memory_message(label: str, device: str, check: MemoryCheck, baseline_where: str) -> str:

@@ -10,49 +10,13 @@ rounds cancels. Pure logic: no torch, no pytest.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
+from pytest_kernelperf.model.result import RatioCheck
 from pytest_kernelperf.verdict import noise
 from pytest_kernelperf.verdict.judge import paired_test
 from pytest_kernelperf.verdict.prior import NoisePrior
 
 RATIO_HINT = "Speed up the kernel, or raise max_ratio= in the kernel_bench call if the limit is too tight."
-
-
-@dataclass(frozen=True)
-class RatioCheck:
-    """fn against its reference, both timed in this run (times per call, in milliseconds)."""
-
-    method: str  # the reference's timing method
-    reference_median_ms: float  # the reference's level: the geometric mean of its rounds
-    reference_ci_ms: tuple[float, float]  # the range of the reference's rounds
-    reference_samples_ms: tuple[float, ...]
-    ratio: float  # fn level / reference level (geometric mean of the paired round ratios)
-    max_ratio: float
-    p_value: float | None  # one-sided, that fn/max_ratio is slower than the reference
-    alpha: float
-    exceeded: bool  # fails the test
-    reason: str = ""
-    reference_rounds_ms: tuple[float, ...] = ()
-    ratio_ci: tuple[float, float] | None = None  # at confidence 1 - 2 * level
-    level: float | None = None  # per-judgement level
-    noise_sd: float | None = None
-    noise_source: str = ""
-
-    def evidence(self) -> str:
-        if self.p_value is None or self.level is None:
-            return self.reason
-        ci = f" (CI {self.ratio_ci[0]:.4f}-{self.ratio_ci[1]:.4f})" if self.ratio_ci else ""
-        text = (
-            f"paired {len(self.reference_rounds_ms)} rounds: ratio {self.ratio:.4f}{ci}, "
-            f"p={self.p_value:.2g} that it exceeds {self.max_ratio:g}, against level {self.level:.2g}; "
-            f"round noise SD {self.noise_sd or 0:.2%} ({self.noise_source})"
-        )
-        return f"{text}; {self.reason}" if self.reason else text
-
-    def describe(self) -> str:
-        """Short form for tables: 1.02x <= 1.1."""
-        return f"{self.ratio:#.3g}x {'>' if self.ratio > self.max_ratio else '<='} {self.max_ratio:g}"
 
 
 def validate_max_ratio(value: object) -> float:

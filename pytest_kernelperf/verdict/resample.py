@@ -17,7 +17,8 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pytest_kernelperf.verdict.judge import Rounds, Verdict, judge
+from pytest_kernelperf.model.result import Verdict
+from pytest_kernelperf.verdict.judge import Rounds, judge
 from pytest_kernelperf.verdict.noise import midmean
 from pytest_kernelperf.verdict.prior import NoisePrior
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from pytest_kernelperf.model.result import BenchResult, Comparison, Verdict
 from pytest_kernelperf.results.render import host_lines, markdown, styled_lines
-from pytest_kernelperf.results.result import BenchResult
-from pytest_kernelperf.verdict.judge import Comparison, Verdict
 
 
 def result(name: str, host_verdict: Verdict) -> BenchResult:

@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 from conftest import Project
 
-from pytest_kernelperf.baselines.schema import EntryKey, SchemaError, entry_from_data, rounded
+from pytest_kernelperf.baselines.schema import SchemaError, entry_from_data, rounded
 from pytest_kernelperf.baselines.store import BaselineStore, merge, within_noise
 from pytest_kernelperf.baselines.yaml_io import read
 from pytest_kernelperf.cli import main
+from pytest_kernelperf.model.baseline import EntryKey
 from pytest_kernelperf.results.transport import TransportError, staged_from_data
 
 ROOT = Path(__file__).parent.parent.parent

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_kernelperf.measure.device import DeviceInfo
 from pytest_kernelperf.measure.roofline import read_cache, session_peaks
+from pytest_kernelperf.model.device import DeviceInfo, Peak
+from pytest_kernelperf.model.result import BenchResult, Verdict
 from pytest_kernelperf.results.render import peak_lines
-from pytest_kernelperf.results.result import BenchResult
-from pytest_kernelperf.results.throughput import Peak, figures
-from pytest_kernelperf.verdict.judge import Verdict
+from pytest_kernelperf.results.throughput import figures
 
 CPU = DeviceInfo(kind="cpu", name="Some CPU", index=None, environment={})
 

@@ -91,5 +91,5 @@ def test_the_page_loads_draws_its_charts_and_filters(driver: Any, tmp_path: Path
     )
     assert driver.execute_script(rows) == ["tests/test_k.py::test_mul"]
     link = driver.execute_script("return document.querySelector('.arts a').getAttribute('href')")
-    assert link == "profiles/trace.json"
+    assert link == "./profiles/trace.json"
     assert browser.console_errors(driver) == []

@@ -22,7 +22,7 @@ def test_each_timed_run_is_appended_and_a_check_only_run_is_not(project: Project
 DEVICE_FROM_ENVIRONMENT = """
 import os
 
-from pytest_kernelperf.measure.device import DeviceInfo
+from pytest_kernelperf.model.device import DeviceInfo
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_kernelperf_device_info(config, kind):

@@ -1,0 +1,85 @@
+"""Baseline entries, the stored measurements runs are judged against, and the keys they are stored under.
+
+baselines/schema.py validates an entry as plain data and writes it back; baselines/store.py keeps
+them in their files. The key of a measurement (module, test id, `::name`) is spelled here, for
+in-run updates, run-JSON updates and unused-entry checks alike: they must agree to the character.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from pytest_kernelperf.model.call import CompileContext, KernelRecord, TensorInput
+
+
+def _geometric_mean(values: tuple[float, ...]) -> float:
+    return math.exp(math.fsum(math.log(v) for v in values) / len(values))
+
+
+@dataclass(frozen=True)
+class MetricRecord:
+    method: str
+    median_ms: float
+    ci_ms: tuple[float, float]
+    n: int
+    quantiles_ms: tuple[float, ...]
+    rounds_ms: tuple[float, ...] = ()  # per-round locations (midmeans); empty in schema-1 entries
+    resolution_ms: float | None = None  # the timer's step as seen in the samples
+    # How many of the rounds each recording process measured, in order; empty: one process.
+    process_rounds: tuple[int, ...] = ()
+
+    @property
+    def level_ms(self) -> float:
+        """The figure a verdict judges: the mean over recording processes of each one's geometric
+        mean of rounds (the median before rounds)."""
+        if not self.rounds_ms:
+            return self.median_ms
+        counts = self.process_rounds or (len(self.rounds_ms),)
+        logs, start = [], 0
+        for count in counts:
+            logs.append(math.log(_geometric_mean(self.rounds_ms[start : start + count])))
+            start += count
+        return math.exp(math.fsum(logs) / len(logs))
+
+    @property
+    def round_range_ms(self) -> tuple[float, float]:
+        """The spread of the rounds (a schema-1 entry: its median's interval)."""
+        return (min(self.rounds_ms), max(self.rounds_ms)) if self.rounds_ms else self.ci_ms
+
+
+@dataclass(frozen=True)
+class BaselineEntry:
+    device_time: MetricRecord
+    recorded: str
+    environment: dict[str, str] = field(default_factory=dict)
+    host_latency: MetricRecord | None = None
+    kernels: tuple[KernelRecord, ...] | None = None  # None: no inventory recorded (CPU, or older file)
+    # Optional, None where not recorded: how torch.compile compiled the call, the config each Triton
+    # autotuner chose (kernel name -> config), and the call's tensor arguments.
+    compile_context: CompileContext | None = None
+    autotune: dict[str, str] | None = None
+    inputs: tuple[TensorInput, ...] | None = None
+    # Peak device memory of one call beyond its inputs, in bytes; None where not measured (a CPU, or
+    # an entry recorded before memory was measured).
+    peak_memory_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class EntryKey:
+    test: str  # entry_test_id: the test id within its module, then `::name` for a named call
+    device: str
+    cache: str
+
+
+def split_nodeid(nodeid: str) -> tuple[str, str]:
+    """(module path, test id within the module): `a/test_x.py::TestK::test_y[1]` ->
+    (`a/test_x.py`, `TestK::test_y[1]`). A node id without `::` is its own test id."""
+    module, _, test = nodeid.partition("::")
+    return module, test or module
+
+
+def entry_test_id(nodeid: str, name: str | None) -> str:
+    """The test id a baseline entry is stored under: the test id, then `::name` for a named call."""
+    test = split_nodeid(nodeid)[1]
+    return test if name is None else f"{test}::{name}"
