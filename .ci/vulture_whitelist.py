@@ -43,3 +43,12 @@ resample.every_baseline  # re-judging recorded rounds: studies/verdicts.py and v
 resample.simulate
 _.from_row
 _.rate
+testing.FakeMemoryProbe  # a public test double, like ScriptedTimer
+# Phases of CallCost and RunCost, read by name (model/result.py CALL_PHASES, results/cost.py RUN_PHASES).
+_.first_call
+_.baseline_io
+_.startup
+_.collection
+_.recording_processes
+_.baseline_writes
+_.peak_bandwidth

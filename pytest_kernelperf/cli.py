@@ -208,7 +208,8 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         judged.artifacts["json"] = str(args.json)
         _write(args.json, lambda: runfile.write(args.json, judged))
         print(f"wrote the JSON to {args.json}", file=out)
-    # The rule a pytest run fails a test by (without --kernelperf-strict): slower, or max_ratio exceeded.
+    # The rule a pytest run fails a test by (without --kernelperf-strict): slower, max_ratio
+    # exceeded, or device memory grown.
     return 1 if any(failures(r) for r in results) else 0
 
 

@@ -12,6 +12,7 @@ import pluggy
 if TYPE_CHECKING:
     import pytest
 
+    from pytest_kernelperf.measure.memory import MemoryReading, MemoryRequest
     from pytest_kernelperf.measure.timing import Timer
     from pytest_kernelperf.model.device import DeviceInfo
     from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
@@ -51,4 +52,18 @@ def pytest_kernelperf_profile_call(
     ``profile_request.folder`` is None: write no files). The built-in implementation runs
     torch.profiler (pytest_kernelperf.profiling.capture.capture); pytest_kernelperf.testing.FakeProfiler is
     a deterministic stand-in for tests.
+    """
+
+
+@hookspec(firstresult=True)
+def pytest_kernelperf_peak_memory(
+    config: pytest.Config, memory_request: MemoryRequest
+) -> MemoryReading | None:
+    """Measure the peak device memory of one call beyond what was allocated before it.
+
+    Called once per timed call, after its timing; with ``memory_request.allocations`` (when the peak
+    grew beyond ``memory_threshold``) also name the operators that allocated most. Return None where
+    there is nothing to measure (a CPU). The built-in implementation reads the CUDA allocator's
+    statistics around one call (pytest_kernelperf.measure.memory.peak_memory);
+    pytest_kernelperf.testing.FakeMemoryProbe is a deterministic stand-in for tests.
     """

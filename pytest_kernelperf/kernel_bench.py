@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,6 +31,8 @@ from pytest_kernelperf.correctness import (
 from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.ids import check_name
 from pytest_kernelperf.measure import placement
+from pytest_kernelperf.measure.clock import Clock, active
+from pytest_kernelperf.measure.memory import MemoryReading, MemoryRequest
 from pytest_kernelperf.measure.placement import Placements
 from pytest_kernelperf.measure.roofline import tensor_bytes
 from pytest_kernelperf.measure.timing import (
@@ -50,7 +52,14 @@ from pytest_kernelperf.model.baseline import (
     split_nodeid,
 )
 from pytest_kernelperf.model.device import CARD_KEY, DeviceInfo
-from pytest_kernelperf.model.result import NOT_JUDGED, BenchResult, RatioCheck, Throttling, Verdict
+from pytest_kernelperf.model.result import (
+    NOT_JUDGED,
+    BenchResult,
+    MemoryCheck,
+    RatioCheck,
+    Throttling,
+    Verdict,
+)
 from pytest_kernelperf.profiling.call_context import CallContext, CallRecord
 from pytest_kernelperf.profiling.capture import PROFILED_CALLS, CallProfile, ProfileRequest, artifact_folder
 from pytest_kernelperf.profiling.explain import context_notes, regression_details
@@ -64,6 +73,7 @@ from pytest_kernelperf.verdict.judgement import (
     failures,
     judge_measurement,
 )
+from pytest_kernelperf.verdict.memory import judge_memory, memory_message
 from pytest_kernelperf.verdict.prior import NoisePrior, groups, within_variance
 from pytest_kernelperf.verdict.ratio import check_ratio, ratio_message, validate_max_ratio
 
@@ -106,6 +116,11 @@ class Callbacks:
     # The rounds of a measurement's past runs in the run history that matched its baseline, oldest
     # first: its own between-process noise. None without a history.
     past_rounds: Callable[[PastRuns], Sequence[Sequence[float]] | None] = lambda key: None
+    # The peak device memory of one call beyond what was allocated before it; None where there is
+    # nothing to measure (a CPU). The host's pytest_kernelperf_peak_memory hook (measure/memory.py).
+    peak_memory: Callable[[MemoryRequest], MemoryReading | None] = lambda request: None
+    # A long step said on the terminal while it runs, and how long it took (plugins/progress.py).
+    progress: Callable[[str], AbstractContextManager[None]] = lambda what: no_guard()
 
 
 class KernelBench:
@@ -133,6 +148,7 @@ class KernelBench:
         self._hooks = hooks
         self._names: set[str | None] = set()
         self._module = split_nodeid(nodeid)[0]
+        self._clock = Clock()  # the phases of the call in progress (measure/clock.py)
 
     # -- public ------------------------------------------------------------------------------
 
@@ -153,6 +169,7 @@ class KernelBench:
         **kwargs: Any,
     ) -> BenchResult:
         __tracebackhide__ = True
+        self._clock = Clock()
         try:
             return self._call(
                 fn,
@@ -200,16 +217,19 @@ class KernelBench:
             saved = snapshot((tuple(args), kwargs)) if restore_inputs else None
             prepare = _restorer((tuple(args), kwargs), saved, self._hooks.fail, self.nodeid)
             # Opened before the first call: a fresh torch.compile context must precede compilation.
-            with CallContext(
-                fn,
-                args,
-                kwargs,
-                compile_context=self.settings.compile_context,
-                autotune=self.settings.autotune,
-                active=self.settings.timing,
-                reference=reference,
+            with self._opened(
+                CallContext(
+                    fn,
+                    args,
+                    kwargs,
+                    compile_context=self.settings.compile_context,
+                    autotune=self.settings.autotune,
+                    active=self.settings.timing,
+                    reference=reference,
+                )
             ) as context:
-                checked = self._check(call, reference, args, kwargs, rtol, atol, name)
+                with self._first_call(name):
+                    checked = self._check(call, reference, args, kwargs, rtol, atol, name)
                 output, notes = checked
                 # No bytes= given: count the tensors read and written (the report says "inferred").
                 inferred = tensor_bytes(args, kwargs, output) if bytes is None else None
@@ -253,18 +273,41 @@ class KernelBench:
         """Check `fn` against `reference` without timing it (e.g. Triton's CPU interpreter, whose
         timings mean nothing); reported as checked, with `why`."""
         __tracebackhide__ = True
+        self._clock = Clock()
         try:
             with self._hooks.guard(fn, name):
                 self._claim(name)
                 own = {"reference": reference, "rtol": rtol, "atol": atol, "name": name}
                 kwargs, (rtol, atol), _ = self._arguments(fn, args, kwargs, fn_kwargs, own)
-                checked = self._check(_bind(fn, args, kwargs), reference, args, kwargs, rtol, atol, name)
+                with self._first_call(name):
+                    checked = self._check(_bind(fn, args, kwargs), reference, args, kwargs, rtol, atol, name)
         except _MismatchFound as found:
             return self._mismatch(found, name)
         notes = (why, *checked[1])
         return self._record(BenchResult(self.nodeid, name, self.device, Verdict.CHECKED, notes=notes))
 
     # -- steps -------------------------------------------------------------------------------
+
+    def _label(self, name: str | None) -> str:
+        return self.nodeid if name is None else f"{self.nodeid} [{name}]"
+
+    @contextlib.contextmanager
+    def _step(self, phase: str, what: str, *, less: Sequence[str] = ()) -> Iterator[None]:
+        """A phase of the call on its clock, said on the terminal should it take long."""
+        with self._clock.phase(phase, less=less), self._hooks.progress(what):
+            yield
+
+    @contextlib.contextmanager
+    def _opened(self, context: CallContext) -> Iterator[CallContext]:
+        """The call's context entered as a phase of its own: a fresh torch.compile context, the
+        autotuners watched (the first use in a process imports torch's compiler: seconds)."""
+        with contextlib.ExitStack() as stack:
+            with self._clock.phase("context"):
+                stack.enter_context(context)
+            yield context
+
+    def _first_call(self, name: str | None) -> AbstractContextManager[None]:
+        return self._step("first_call", f"first call of {self._label(name)} (compile, JIT, autotune)")
 
     def _claim(self, name: str | None) -> None:
         __tracebackhide__ = True
@@ -409,7 +452,8 @@ class KernelBench:
         device = self._hooks.device_info(kind)
         path = self._store.path_for(self._module)
         key = EntryKey(entry_test_id(self.nodeid, name), device.name, self.settings.cache)
-        baseline = self._baseline(path, key)
+        with self._clock.phase("baseline_io"):
+            baseline = self._baseline(path, key)
         prefer = baseline.device_time.method if baseline else None
         try:
             timer: Timer | None = self._hooks.make_timer(self.settings, device)
@@ -430,20 +474,25 @@ class KernelBench:
             plan = replace(plan, known_round_sd=math.sqrt(within_variance(parts)[0]))
         reference: Timing | None = None
         try:
-            if versus is None:
-                timing = timer.measure(target, plan)
-            else:
-                ref_target = Target(
-                    versus[1],
-                    device,
-                    label=f"{key.test}::reference",
-                    fn=versus[0],
-                    placements=self._placements(versus[0], arguments, None, device),
-                )
-                timing, reference = _interleaved(timer, target, ref_target, plan)
+            with (
+                self._step("rounds", f"timing {self._label(name)}", less=("warmup",)),
+                active(self._clock),
+            ):
+                if versus is None:
+                    timing = timer.measure(target, plan)
+                else:
+                    ref_target = Target(
+                        versus[1],
+                        device,
+                        label=f"{key.test}::reference",
+                        fn=versus[0],
+                        placements=self._placements(versus[0], arguments, None, device),
+                    )
+                    timing, reference = _interleaved(timer, target, ref_target, plan)
         except TimingError as exc:
             self._hooks.fail(f"kernel_bench could not time {self.nodeid}: {exc}")
-        record = context.finish() if context is not None else CallRecord()
+        with self._clock.phase("context"):
+            record = context.finish() if context is not None else CallRecord()
         drawn = len(timing.device_time.round_locations_ms) if placements is not None else 0
         if placements is not None:
             notes += (*placements.notes, *_placement_notes(timing.device_time))
@@ -451,12 +500,15 @@ class KernelBench:
             self._hooks.warn(f"{self.nodeid}: {note}")
         for note in timing.notes:
             self._hooks.warn(f"{self.nodeid}: {note}")
+        memory, memory_notes = self._memory(fn, call, device, name, prepare, baseline)
         ratio = None
-        if versus is not None and reference is not None:
-            ratio = self._ratio_check(timing, reference, device, versus[2])
-        result = self._judge(timing, baseline, device, name, path, nbytes, flops)
+        with self._clock.phase("judge"):
+            if versus is not None and reference is not None:
+                ratio = self._ratio_check(timing, reference, device, versus[2])
+            result = self._judge(timing, baseline, device, name, path, nbytes, flops)
         profiled = self._profile(fn, call, device, name, result.verdict, prepare)
-        entry = as_stored(self._entry(timing, device, profiled, record))
+        with self._clock.phase("judge"):  # the entry's statistics (the first use imports scipy)
+            entry = as_stored(self._entry(timing, device, profiled, record, memory))
         result = replace(
             result,
             bytes_inferred=bytes_inferred,
@@ -464,7 +516,8 @@ class KernelBench:
             baseline_ci_ms=baseline.device_time.round_range_ms if baseline else None,
             entry=entry,
             placements=drawn,
-            notes=notes + result.notes + record.notes + context_notes(baseline, entry),
+            notes=notes + result.notes + record.notes + context_notes(baseline, entry) + memory_notes,
+            memory=memory,
         )
         if profiled is not None:
             result = replace(
@@ -473,10 +526,43 @@ class KernelBench:
                 notes=result.notes + profiled.notes,
             )
         if self.settings.update:
-            self._store.stage(path, key, entry)
-        self._record(result)
+            with self._clock.phase("baseline_io"):
+                self._store.stage(path, key, entry)
+        result = self._record(result)
         self._enforce(result, baseline, path, _environment(timing, device), profiled)
         return result
+
+    def _memory(
+        self,
+        fn: Callable[..., Any],
+        call: Callable[[], Any],
+        device: DeviceInfo,
+        name: str | None,
+        prepare: Callable[[], object] | None,
+        baseline: BaselineEntry | None,
+    ) -> tuple[MemoryCheck | None, tuple[str, ...]]:
+        """The call's peak device memory beyond its inputs, from one more call after its timing,
+        judged against the baseline's; (None, ()) where nothing can be measured (a CPU). A peak
+        grown beyond the threshold is measured once more to name the operators allocating most."""
+        # An in-place kernel is measured on restored inputs, as it was timed (the probe restores them).
+        request = MemoryRequest(call, device, fn, label=self._label(name), prepare=prepare)
+        with self._step("memory", f"measuring the device memory of {self._label(name)}"):
+            try:
+                reading = self._hooks.peak_memory(request)
+            except Exception as exc:  # a failing probe must not hide the timing
+                return None, (f"peak device memory not measured: {type(exc).__name__}: {exc}",)
+            if reading is None:
+                return None, ()
+            recorded = baseline.peak_memory_bytes if baseline is not None else None
+            check = judge_memory(reading.peak_bytes, recorded, self.settings.memory_threshold)
+            if check.exceeded and not self.settings.update:
+                try:
+                    detail = self._hooks.peak_memory(replace(request, allocations=True))
+                except Exception as exc:
+                    return check, (f"allocations not named: {type(exc).__name__}: {exc}",)
+                if detail is not None and detail.allocations:
+                    check = replace(check, allocations=detail.allocations)
+        return check, ()
 
     def _placements(
         self,
@@ -545,7 +631,8 @@ class KernelBench:
             calls=1 if prepare is not None else PROFILED_CALLS,
         )
         try:
-            return self._hooks.profile(request)
+            with self._step("profile", f"profiling {request.label}"):
+                return self._hooks.profile(request)
         except Exception as exc:  # a failing profiler must not hide the verdict it was to explain
             return CallProfile(notes=(f"profiling failed: {type(exc).__name__}: {exc}",))
 
@@ -643,6 +730,12 @@ class KernelBench:
         if Failure.MAX_RATIO in found:
             assert result.ratio is not None and result.median_ms is not None
             self._hooks.defer(ratio_message(result.label, result.device, result.median_ms, result.ratio))
+        if Failure.MEMORY in found:
+            assert baseline is not None and result.memory is not None
+            where = f"{path} (recorded {baseline.recorded})"
+            self._hooks.defer(
+                memory_message(result.label, result.device, result.memory, where) + f"  {UPDATE_HINT}"
+            )
         if Failure.SLOWER in found:
             assert baseline is not None
             assert result.median_ms is not None
@@ -664,7 +757,12 @@ class KernelBench:
         # table (results/render.py), one line per call, instead of one warning per test.
 
     def _entry(
-        self, timing: Timing, device: DeviceInfo, profiled: CallProfile | None, record: CallRecord
+        self,
+        timing: Timing,
+        device: DeviceInfo,
+        profiled: CallProfile | None,
+        record: CallRecord,
+        memory: MemoryCheck | None = None,
     ) -> BaselineEntry:
         host = timing.host_latency
         return BaselineEntry(
@@ -676,9 +774,12 @@ class KernelBench:
             compile_context=record.compile_context,
             autotune=record.autotune,
             inputs=record.inputs,
+            peak_memory_bytes=memory.peak_bytes if memory is not None else None,
         )
 
     def _record(self, result: BenchResult) -> BenchResult:
+        """The result, with the seconds of the call's phases so far, to the host's results."""
+        result = replace(result, cost=self._clock.call_cost())
         self._hooks.record(result)
         return result
 

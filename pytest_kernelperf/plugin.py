@@ -15,9 +15,11 @@ import pytest
 
 from pytest_kernelperf import hookspec
 from pytest_kernelperf.measure.faults import FaultGuard
+from pytest_kernelperf.measure.memory import MemoryReading, MemoryRequest
 from pytest_kernelperf.measure.timing import Timer, make_timer
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.plugins.gpus import GpuPlacement
+from pytest_kernelperf.plugins.progress import Progress
 from pytest_kernelperf.plugins.role import ROLE, Role
 from pytest_kernelperf.plugins.role import decide as decide_role
 from pytest_kernelperf.plugins.run import KernelperfRun
@@ -73,6 +75,9 @@ def pytest_configure(config: pytest.Config) -> None:
         profile=lambda request: _profile_call(config, request),
         guard=lambda nodeid: lambda fn, name: faults.around_call(nodeid, fn, name),
         later_recording=role is Role.RECORDER,
+        peak_memory=lambda request: _peak_memory(config, request),
+        # Only the main process writes to the terminal: never an xdist worker or a child process.
+        progress=Progress(config, enabled=role is Role.MAIN),
     )
     KernelperfRun(config, session, role, faults, gpus).register()
 
@@ -107,6 +112,22 @@ def pytest_kernelperf_profile_call(config: pytest.Config, profile_request: Profi
     from pytest_kernelperf.profiling.capture import capture
 
     return capture(profile_request)
+
+
+def _peak_memory(config: pytest.Config, request: MemoryRequest) -> MemoryReading | None:
+    reading: MemoryReading | None = config.hook.pytest_kernelperf_peak_memory(
+        config=config, memory_request=request
+    )
+    return reading
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_kernelperf_peak_memory(
+    config: pytest.Config, memory_request: MemoryRequest
+) -> MemoryReading | None:
+    from pytest_kernelperf.measure.memory import peak_memory
+
+    return peak_memory(memory_request)
 
 
 @pytest.hookimpl(trylast=True)

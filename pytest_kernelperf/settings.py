@@ -70,6 +70,19 @@ def _threshold(value: Any) -> float:
     return parse_threshold(value)
 
 
+def _count(value: Any) -> int:
+    """A number of things to show, 0 meaning all of them (like pytest's --durations)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a whole number, got {value!r}")
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise ValueError(f"expected a whole number (0 for all), got {value!r}") from None
+    if number < 0:
+        raise ValueError(f"expected 0 or more, got {number}")
+    return number
+
+
 def _choice(choices: tuple[str, ...]) -> Callable[[Any], str]:
     def parse(value: Any) -> str:
         text = str(value).strip()
@@ -173,6 +186,14 @@ OPTIONS: tuple[Option, ...] = (
         "practical floor for host latency per call (the launch path): a significant change beyond it "
         "is listed under the summary table. Host latency varies far more between processes than "
         "device time, so it never fails a test",
+        _threshold,
+        marker=True,
+    ),
+    Option(
+        "memory_threshold",
+        0.1,
+        "device memory: a call whose peak allocation beyond its inputs grew by more than this fraction "
+        "of its baseline's (0.1, 10%%), and by more than 1 MiB, fails (CUDA only)",
         _threshold,
         marker=True,
     ),
@@ -295,6 +316,14 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("plot", None, "write PNG plots to this folder (needs matplotlib)", _path),
     Option(
+        "durations",
+        None,
+        "show where the run's time went: the N most expensive tests using kernel_bench with the seconds "
+        "of each phase (first call, warm-up, rounds, memory, profile, judge, baseline I/O; 0 for all), "
+        "the run's phases and the seconds per judged measurement",
+        _count,
+    ),
+    Option(
         "history",
         None,
         "append every timed run to this SQLite run history (`python -m pytest_kernelperf history`); "
@@ -357,6 +386,7 @@ class Settings:
     threshold: float = DEFAULTS["threshold"]
     alpha: float = DEFAULTS["alpha"]
     host_threshold: float = DEFAULTS["host_threshold"]
+    memory_threshold: float = DEFAULTS["memory_threshold"]
     baseline_dir: Path = DEFAULTS["baseline_dir"]
     profile: bool = DEFAULTS["profile"]
     artifacts: Path = DEFAULTS["artifacts"]
@@ -377,6 +407,7 @@ class Settings:
     json: Path | None = DEFAULTS["json"]
     markdown: Path | None = DEFAULTS["markdown"]
     plot: Path | None = DEFAULTS["plot"]
+    durations: int | None = DEFAULTS["durations"]
     history: Path | None = DEFAULTS["history"]
     isolate: bool = DEFAULTS["isolate"]
     require_gpu: bool = DEFAULTS["require_gpu"]

@@ -32,6 +32,7 @@ from typing import Any
 
 from pytest_kernelperf.formatting import significant
 from pytest_kernelperf.measure import health as health_mod
+from pytest_kernelperf.measure.memory import MemoryReading, MemoryRequest
 from pytest_kernelperf.measure.timing import Metric, SamplingPlan, Target, Timing
 from pytest_kernelperf.model.call import KernelRecord
 from pytest_kernelperf.profiling import inventory
@@ -172,3 +173,31 @@ class FakeProfiler:
                 )
                 start_us += duration
         return events
+
+
+class FakeMemoryProbe:
+    """A deterministic stand-in for the CUDA allocator's statistics, for tests of device memory.
+
+    In a conftest.py::
+
+        from pytest_kernelperf.testing import FakeMemoryProbe
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_kernelperf_peak_memory(config, memory_request):
+            return FakeMemoryProbe()(memory_request)
+
+    Then each function states the peak it allocates beyond its inputs, in bytes:
+    ``kernel.fake_peak_bytes = 64 << 20``, and optionally the operators that allocate it, named in a
+    failure: ``kernel.fake_allocations = ("aten::empty 64 MiB",)``. A function without
+    `fake_peak_bytes` gives None, as a CPU does: no memory figure.
+    """
+
+    def __call__(self, request: MemoryRequest) -> MemoryReading | None:
+        if request.prepare is not None:
+            request.prepare()
+        request.call()  # a kernel that raises must still raise under the fake probe
+        peak = getattr(request.fn, "fake_peak_bytes", None)
+        if peak is None:
+            return None
+        allocations = tuple(getattr(request.fn, "fake_allocations", ())) if request.allocations else ()
+        return MemoryReading(int(peak), allocations)

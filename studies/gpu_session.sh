@@ -12,6 +12,8 @@
 #                                                      # every schedule (JUDGE_ALSO: another card's baselines)
 #   OUT=out bash studies/gpu_session.sh record-judge   # example baselines recorded in 3 processes;
 #                                                      # scoring-suite verdicts as in `placement`
+#   OUT=out bash studies/gpu_session.sh final          # GPU tests both orders; examples with costs and
+#                                                      # memory; scoring suite vs JUDGE_ONLY; memory growth
 #   OUT=out bash studies/gpu_session.sh cross-card     # committed example baselines judged on this card;
 #                                                      # the scoring suite against JUDGE_ONLY's baselines
 # Everything lands under $OUT/work as it is measured and is packed into $OUT/<part>.tgz at the end (or
@@ -101,6 +103,24 @@ cross-card)
         --kernelperf-json="$W/examples_vs_committed.json" --kernelperf-markdown="$W/examples.md"
     step verdicts "${VERDICT_LIMIT_S:-420}" python3 studies/verdict_study.py --out "$W" \
         --budget-s "${VERDICT_BUDGET_S:-380}" --judge-only "${JUDGE_ONLY:?a baseline folder}"
+    ;;
+final)
+    # The project's GPU tests in file order and reversed (no fake left behind by one for the next);
+    # the example suite with the cost breakdown and device memory; the scoring suite against another
+    # card's baselines (JUDGE_ONLY) with the known-spread rounds; a planted 64 MiB workspace.
+    nvidia-smi -L | tee -a "$SUMMARY"
+    G="tests/test_gpu.py tests/test_profile_gpu.py tests/test_roofline.py tests/test_gpu_pinning.py tests/test_faults.py tests/test_placement.py"
+    step gpu_tests "${TESTS_LIMIT_S:-70}" python3 -m pytest -q -n 0 -p no:cacheprovider -rs $G
+    step gpu_tests_reversed "${TESTS_LIMIT_S:-70}" python3 -m pytest -q -n 0 -p no:cacheprovider -rs $(echo $G | tr ' ' '\n' | tac)
+    step examples "${EXAMPLES_LIMIT_S:-60}" python3 -m pytest --kernelperf example_kernels -k "not cuda" $P \
+        --kernelperf-durations=0 --kernelperf-json="$W/examples.json"
+    step scoring_other "${SCORING_LIMIT_S:-60}" python3 -m pytest --kernelperf studies/scoring_kernels $P \
+        --kernelperf-baseline-dir="${JUDGE_ONLY:?a baseline folder}" --kernelperf-durations=5 \
+        --kernelperf-json="$W/scoring_other.json"
+    step memory_record 40 python3 -m pytest --kernelperf-update-baselines studies/demo/test_memory_growth.py $P \
+        --kernelperf-baseline-dir="$W/memory_baselines"
+    step memory_growth 40 env KERNELPERF_DEMO_WORKSPACE_MIB=64 python3 -m pytest --kernelperf \
+        studies/demo/test_memory_growth.py $P --kernelperf-baseline-dir="$W/memory_baselines"
     ;;
 history)
     step real_history "${HISTORY_LIMIT_S:-300}" python3 studies/history/real_history.py --out "$W" \

@@ -127,6 +127,13 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Proje
 
 
 @pytest.fixture(autouse=True)
+def _no_progress_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step of a pytester run that happens to take 5 s on a busy machine must not add a progress
+    line to its output: tests of progress lines set their own threshold."""
+    monkeypatch.setenv("KERNELPERF_PROGRESS_AFTER", "3600")
+
+
+@pytest.fixture(autouse=True)
 def _no_outer_xdist_identity(monkeypatch: pytest.MonkeyPatch) -> None:
     """Under `pytest -n`, this process is an xdist worker; in-process pytester runs must not
     inherit that identity (the plugin pins GPUs and routes results by it)."""

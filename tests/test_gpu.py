@@ -91,3 +91,24 @@ def test_example_cuda_gelu_matches_reference() -> None:
 
     x = torch.randn(1 << 20, device="cuda")
     torch.testing.assert_close(cuda_gelu(x), pytorch_gelu(x))
+
+
+def test_peak_memory_is_what_one_call_allocates_beyond_its_inputs() -> None:
+    from pytest_kernelperf.measure.memory import MemoryRequest, peak_memory
+
+    x = torch.ones(1 << 20, device="cuda")  # 4 MiB of input, allocated before: not counted
+
+    def call() -> torch.Tensor:
+        scratch = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")  # a 64 MiB workspace, freed
+        scratch.zero_()
+        return x * 2  # a 4 MiB output
+
+    request = MemoryRequest(call, fingerprint("cuda"), call)
+    readings = [peak_memory(request) for _ in range(5)]
+    assert all(r is not None for r in readings)
+    peaks = {r.peak_bytes for r in readings if r is not None}
+    assert len(peaks) == 1, peaks  # the same call allocates the same bytes every time
+    assert (68 << 20) <= peaks.pop() < (69 << 20)
+    named = peak_memory(MemoryRequest(call, fingerprint("cuda"), call, allocations=True))
+    assert named is not None
+    assert named.allocations[0] == "aten::empty 64 MiB", named.allocations

@@ -15,8 +15,9 @@ from reportkit import KERNELS, RATIO, mixed_verdicts, setup, times
 from pytest_kernelperf.model.baseline import BaselineEntry, MetricRecord
 from pytest_kernelperf.model.call import DYNAMIC, CompileContext, KernelRecord, TensorInput
 from pytest_kernelperf.model.device import DeviceInfo, Peak
-from pytest_kernelperf.model.result import BenchResult, Comparison, RatioCheck, Verdict
+from pytest_kernelperf.model.result import BenchResult, CallCost, Comparison, MemoryCheck, RatioCheck, Verdict
 from pytest_kernelperf.results import runfile
+from pytest_kernelperf.results.cost import RunCost
 
 DOC = Path(__file__).parent.parent / "docs" / "json-schema.md"
 OPTIONAL = {"merged_from", "xdist_worker"}  # documented as present only in some files
@@ -98,11 +99,13 @@ def test_json_matches_the_documented_schema_and_reads_back(project: Project) -> 
 
     seen: set[str] = set()
     check_object(data, "", documented(), seen)
-    # Every documented object occurred at least once (host latency and kernel inventories are CUDA-only).
+    # Every documented object occurred at least once (host latency, kernel inventories and device
+    # memory are CUDA-only).
     assert set(documented()) - seen <= {
         "results[].host_latency",
         "results[].baseline_entry.kernels[]",
         "results[].baseline_entry.compile_context",
+        "results[].memory",
     }
     check_object(runfile.result_to_dict(full_result()), "results[]", documented(), seen)
     assert set(documented()) - seen == set()
@@ -215,7 +218,10 @@ def full_result() -> BenchResult:
             ),
             autotune={"matmul_kernel": "BLOCK_M=64, num_warps=4, num_stages=3"},
             inputs=(TensorInput("x", (4096, 4096), (4096, 1), "float32"),),
+            peak_memory_bytes=192 << 20,
         ),
+        memory=MemoryCheck(192 << 20, 128 << 20, 0.1, True, ("aten::empty 64 MiB",)),
+        cost=CallCost(0.3, 2.5, 0.05, 0.2, 0.01, 0.3, 0.002, 0.001, 3.4),
     )
 
 
@@ -237,6 +243,7 @@ def test_result_round_trips_with_every_field_set() -> None:
         ),
         artifacts={"json": "run.json"},
         merged_from=("a.json", "b.json"),
+        cost=RunCost(1.5, 0.5, 12.0, 0.0, 0.02, 0.8, 0.1, 15.0),
     )
     assert runfile.loads(runfile.dumps(run)) == run
 

@@ -90,7 +90,7 @@ def entries_from_data(data: Any) -> dict[EntryKey, BaselineEntry]:
 def entry_from_data(data: Any) -> BaselineEntry:
     """One entry from plain data; SchemaError names the field."""
     record = _mapping(data, (), "an entry")
-    _only_keys(record, {"recorded", "environment", "kernels", *METRICS, *CONTEXT_KEYS}, ())
+    _only_keys(record, {"recorded", "environment", "kernels", "peak_memory_bytes", *METRICS, *CONTEXT_KEYS}, ())
     for key in ("recorded", "device_time"):
         if key not in record:
             raise SchemaError((key,), f"missing {key}")
@@ -113,8 +113,25 @@ def entry_from_data(data: Any) -> BaselineEntry:
         recorded=recorded,
         environment=environment,
         kernels=None if kernels is None else _kernels(kernels),
+        peak_memory_bytes=_memory_bytes(record.get("peak_memory_bytes")),
         **_call_context(record),
     )
+
+
+# Far beyond any device's memory (16 EiB is 2^64): a figure beyond it is a corruption.
+_MAX_MEMORY_BYTES = 1 << 60
+
+
+def _memory_bytes(value: Any) -> int | None:
+    """peak_memory_bytes: a whole number of bytes, 0 or more; absent or null where not measured."""
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _MAX_MEMORY_BYTES:
+        raise SchemaError(
+            ("peak_memory_bytes",),
+            f"peak_memory_bytes must be a whole number of bytes (0 or more), got {value!r}",
+        )
+    return value
 
 
 # --- the call's context: compile context, autotuner choices, inputs (all optional) ---------------
@@ -470,6 +487,8 @@ def entry_to_data(entry: BaselineEntry) -> dict[str, Any]:
         data["autotune"] = dict(entry.autotune)
     if entry.inputs is not None:
         data["inputs"] = [input_to_data(t) for t in entry.inputs]
+    if entry.peak_memory_bytes is not None:
+        data["peak_memory_bytes"] = entry.peak_memory_bytes
     return data
 
 

@@ -20,6 +20,7 @@ from pytest_kernelperf.atomic import remove_stale_temporaries, write_atomic
 from pytest_kernelperf.baselines.schema import as_stored, rounded
 from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord
 from pytest_kernelperf.baselines.yaml_io import REPAIR, BaselineError, UnwritableEntry, dump, read
+from pytest_kernelperf.model.result import MEMORY_FLOOR_BYTES
 
 WRITE_INTERRUPTED_OPTION = "--kernelperf-write-interrupted"
 
@@ -217,12 +218,15 @@ def merge(
 def within_noise(old: BaselineEntry, new: BaselineEntry) -> bool:
     """Whether `new` measures what `old` did, with figures inside each other's noise.
 
-    Same method, environment and kernels (names, launches, generated code), each median inside
-    the other's 95% confidence interval, and each level (the rounds' geometric mean, what verdicts
-    judge) inside the other's range of rounds, for device time and host latency alike. Anything else
-    is a change worth a diff line: an entry without rounds (schema 1) is replaced by one with them.
+    Same method, environment and kernels (names, launches, generated code), peak device memory
+    within 1 MiB, each median inside the other's 95% confidence interval, and each level (the
+    rounds' geometric mean, what verdicts judge) inside the other's range of rounds, for device time
+    and host latency alike. Anything else is a change worth a diff line: an entry without rounds
+    (schema 1), or without the peak memory a run now measures, is replaced by one with them.
     """
     if old.environment != new.environment or _kernel_shape(old) != _kernel_shape(new):
+        return False
+    if not _memory_within_noise(old.peak_memory_bytes, new.peak_memory_bytes):
         return False
     if not _metric_within_noise(old.device_time, new.device_time):
         return False
@@ -231,6 +235,14 @@ def within_noise(old: BaselineEntry, new: BaselineEntry) -> bool:
     return old.host_latency is None or (
         new.host_latency is not None and _metric_within_noise(old.host_latency, new.host_latency)
     )
+
+
+def _memory_within_noise(old: int | None, new: int | None) -> bool:
+    """Peak device memory is nearly deterministic: the same figure to the allocator's wobble (the
+    floor below which a growth never fails). An entry without one gets it written."""
+    if old is None or new is None:
+        return old is None and new is None
+    return abs(old - new) <= MEMORY_FLOOR_BYTES
 
 
 def _metric_within_noise(old: MetricRecord, new: MetricRecord) -> bool:

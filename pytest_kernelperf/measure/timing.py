@@ -29,6 +29,7 @@ from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_kernelperf.measure import health as health_mod
+from pytest_kernelperf.measure.clock import note
 from pytest_kernelperf.measure.placement import Placements
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.verdict import noise, stats
@@ -255,8 +256,9 @@ def warm_up(call: Callable[[], object], sync: Callable[[], None], warmup_s: floa
     Returns the settled host time of one call in seconds, used to size batches. The first call
     may take seconds (torch.compile) and is never a sample; after it, calls continue for at least
     `warmup_s` and until the last call is no slower than 1.5x the fastest seen (still settling),
-    for at most 20x `warmup_s`.
+    for at most 20x `warmup_s`. Its seconds go to the cost clock of the call being measured.
     """
+    began = time.perf_counter()
     call()
     sync()
     times: list[float] = []
@@ -270,6 +272,7 @@ def warm_up(call: Callable[[], object], sync: Callable[[], None], warmup_s: floa
         settled = times[-1] <= 1.5 * min(times) or elapsed >= 20 * warmup_s
         if len(times) >= 3 and elapsed >= warmup_s and settled:
             break
+    note("warmup", time.perf_counter() - began)
     return stats.quantile(sorted(times[-3:]), 0.5)
 
 

@@ -9,7 +9,7 @@ behaviour. One module per subject, imported by their own paths:
 * `call`: what one measured call was: its compile context, its tensor inputs, the kernels it launched.
 * `baseline`: baseline entries (MetricRecord, BaselineEntry) and their keys (EntryKey, test ids).
 * `result`: the result of one `kernel_bench` call (BenchResult) and its parts: verdict, comparison,
-  throttling, ratio check.
+  throttling, ratio check, device memory check, the seconds of its phases (CallCost).
 
 Functions that make, check, read or write these live in their own packages (baselines/schema.py
 validates an entry, verdict/judge.py makes a Comparison, results/runfile.py writes a BenchResult).

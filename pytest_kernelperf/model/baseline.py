@@ -60,6 +60,9 @@ class BaselineEntry:
     compile_context: CompileContext | None = None
     autotune: dict[str, str] | None = None
     inputs: tuple[TensorInput, ...] | None = None
+    # Peak device memory of one call beyond its inputs, in bytes; None where not measured (a CPU, or
+    # an entry recorded before memory was measured).
+    peak_memory_bytes: int | None = None
 
 
 @dataclass(frozen=True)

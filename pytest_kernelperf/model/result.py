@@ -1,5 +1,6 @@
 """The result of one `kernel_bench` call, and its parts: the verdict, the comparison with the
-baseline and its evidence, the throttling seen, the ratio to a reference.
+baseline and its evidence, the throttling seen, the ratio to a reference, the device memory check,
+and the seconds of the call's phases.
 
 What reports render and what baselines are made of. verdict/ makes the comparisons (judge.py,
 ratio.py); results/ writes and renders the results.
@@ -8,12 +9,19 @@ ratio.py); results/ writes and renders the results.
 from __future__ import annotations
 
 import enum
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pytest_kernelperf.model.baseline import BaselineEntry, entry_test_id, split_nodeid
 from pytest_kernelperf.model.call import CompileContext
 
 POWER = 0.95  # the detection probability the smallest detectable change is quoted at
+MEMORY_FLOOR_BYTES = 1 << 20  # device memory growth below this never fails, whatever the threshold
+# The phases of one kernel_bench call, in the order they happen (`CallCost`'s fields but `total`).
+CALL_PHASES = ("context", "first_call", "warmup", "rounds", "memory", "profile", "judge", "baseline_io")
+# Seconds are kept to the microsecond: far below any phase worth a look, and short files.
+SECOND_DIGITS = 6
 
 
 class Verdict(str, enum.Enum):
@@ -158,6 +166,81 @@ class RatioCheck:
         return f"{self.ratio:#.3g}x {'>' if self.ratio > self.max_ratio else '<='} {self.max_ratio:g}"
 
 
+def allowed_growth(baseline_bytes: int, threshold: float) -> int:
+    """The device memory growth over a baseline that still passes: threshold x baseline, at least
+    MEMORY_FLOOR_BYTES."""
+    return max(math.ceil(threshold * baseline_bytes), MEMORY_FLOOR_BYTES)
+
+
+@dataclass(frozen=True)
+class MemoryCheck:
+    """A call's peak device memory beyond what was allocated before it, and its judgement
+    (verdict/memory.py).
+
+    `baseline_bytes` is None when the baseline has no figure (no baseline, an entry recorded before
+    memory was measured, or on another device): then nothing is judged.
+    """
+
+    peak_bytes: int
+    baseline_bytes: int | None = None
+    threshold: float = 0.1
+    exceeded: bool = False
+    # The operators that allocated most in one call now (torch.profiler), found for a failure.
+    allocations: tuple[str, ...] = ()
+
+    @property
+    def allowed_growth_bytes(self) -> int | None:
+        """The growth over the baseline that still passes: threshold x baseline, 1 MiB at least."""
+        if self.baseline_bytes is None:
+            return None
+        return allowed_growth(self.baseline_bytes, self.threshold)
+
+    @property
+    def growth_bytes(self) -> int | None:
+        return None if self.baseline_bytes is None else self.peak_bytes - self.baseline_bytes
+
+    @property
+    def change_pct(self) -> float | None:
+        if self.baseline_bytes is None:
+            return None
+        if self.baseline_bytes == 0:
+            return 0.0 if self.peak_bytes == 0 else math.inf
+        return (self.peak_bytes / self.baseline_bytes - 1) * 100
+
+
+def rounded_seconds(seconds: float) -> float:
+    return round(max(0.0, seconds), SECOND_DIGITS)
+
+
+@dataclass(frozen=True)
+class CallCost:
+    """Seconds of one kernel_bench call, by phase (results/cost.py); `total` is the call's wall time,
+    from its start to its return, and the phases add up to at most it (the rest: argument checks,
+    input snapshots, bookkeeping)."""
+
+    context: float = 0.0  # the call's context: a fresh torch.compile context, autotuners watched
+    first_call: float = 0.0  # the first call of fn and the reference check: compile, JIT, autotune
+    warmup: float = 0.0  # warm-up before each round (the first round's pays what the first call left)
+    rounds: float = 0.0  # sampling the rounds (and drawing their memory placements)
+    memory: float = 0.0  # the dedicated call that measures peak device memory (CUDA)
+    profile: float = 0.0  # torch.profiler runs after the timing (inventory, explanation, artefacts)
+    judge: float = 0.0  # verdicts and statistics (the first read of the run's baselines: the prior)
+    baseline_io: float = 0.0  # reading this call's baseline entry, staging the new one
+    total: float = 0.0
+
+    @classmethod
+    def of(cls, seconds: Mapping[str, float], total: float) -> CallCost:
+        phases = {name: rounded_seconds(seconds.get(name, 0.0)) for name in CALL_PHASES}
+        return cls(**phases, total=max(rounded_seconds(total), round(sum(phases.values()), SECOND_DIGITS)))
+
+    def phases(self) -> dict[str, float]:
+        return {name: getattr(self, name) for name in CALL_PHASES}
+
+    @property
+    def other(self) -> float:
+        return max(0.0, self.total - sum(self.phases().values()))
+
+
 @dataclass(frozen=True)
 class BenchResult:
     """One timed (or only checked) call. Times are per call, in milliseconds.
@@ -205,6 +288,10 @@ class BenchResult:
     throttled_rounds: int = 0
     throttling: Throttling | None = None
     placements: int = 0  # rounds measured each at its own memory placement (0: the process's)
+    # Peak device memory of one call beyond its inputs, judged against the baseline's (None: not
+    # measured, e.g. on a CPU), and the seconds of the call's phases (None: from an older run file).
+    memory: MemoryCheck | None = None
+    cost: CallCost | None = None
 
     @property
     def label(self) -> str:
@@ -225,6 +312,10 @@ class BenchResult:
         """How torch.compile compiled the measured call (None: no compiled code, or not timed);
         carried by `entry`, like the autotuner choices and inputs."""
         return self.entry.compile_context if self.entry is not None else None
+
+    @property
+    def peak_memory_bytes(self) -> int | None:
+        return self.memory.peak_bytes if self.memory is not None else None
 
     @property
     def change_pct(self) -> float | None:

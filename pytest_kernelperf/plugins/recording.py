@@ -17,8 +17,8 @@ import json
 import os
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Collection, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ def run_process(
     config: pytest.Config,
     nodeids: Collection[str],
     pins: Path,
-    say: Callable[[str], None],
+    say: Callable[[str], AbstractContextManager[None]],
     number: int,
     total: int,
 ) -> tuple[Any | None, str]:
@@ -58,20 +58,18 @@ def run_process(
         command = isolate.command(config, Path(modules[0]), [f"--kernelperf-baseline-dir={pins}"])
         command[4:4] = modules[1:]  # after the first module: the rest of the files to collect
         env = isolate.child_environment() | {RECORD_OUTPUT: str(output), RECORD_NODEIDS: str(listed)}
-        began = time.monotonic()
-        say(f"kernelperf: recording process {number} of {total} ({len(nodeids)} tests)...")
-        done = subprocess.run(
-            command,
-            cwd=config.rootpath,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            check=False,
-        )
-        say(f"kernelperf: recording process {number} of {total} done in {time.monotonic() - began:.0f} s")
+        with say(f"recording process {number} of {total} ({len(nodeids)} tests)"):
+            done = subprocess.run(
+                command,
+                cwd=config.rootpath,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                errors="replace",
+                check=False,
+            )
         tail = "\n".join(done.stdout.splitlines()[-20:])
         try:
             return json.loads(output.read_text(encoding="utf-8")), tail

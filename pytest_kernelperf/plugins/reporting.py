@@ -19,7 +19,7 @@ import pytest
 from pytest_kernelperf import __version__
 from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.measure import roofline
-from pytest_kernelperf.model.device import Peak
+from pytest_kernelperf.model.device import DeviceInfo, Peak
 from pytest_kernelperf.model.result import BenchResult, Verdict
 from pytest_kernelperf.plugins.role import ROLE
 from pytest_kernelperf.plugins.session import KernelperfSession
@@ -90,8 +90,15 @@ class Reports:
             return True
         settings = self.state.settings
         results = list(self.state.results)
+        clock = self.state.clock
         if settings.timing:
-            self._measure_peaks(results)
+            with clock.phase("peak_bandwidth"):
+                self._measure_peaks(results)
+        with clock.phase("reports"):
+            return self._write_reports(results)
+
+    def _write_reports(self, results: list[BenchResult]) -> bool:
+        settings = self.state.settings
         failed = False
         if settings.plot is not None:
             failed |= not self._write("plots", settings.plot, lambda: self._plot(settings.plot, results))
@@ -141,7 +148,19 @@ class Reports:
         devices = [d for d in self.state.devices if d.name in wanted]
         if not devices:
             return
-        self.peaks, notes = roofline.session_peaks(devices, self.state.settings.artifacts, may_measure=True)
+        progress = self.state.progress
+
+        def measure(device: DeviceInfo) -> Peak:
+            if progress is None:
+                return roofline.measure_copy_bandwidth(device)
+            with progress.step(
+                f"measuring the copy bandwidth of {device.name} (once per device, then cached)"
+            ):
+                return roofline.measure_copy_bandwidth(device)
+
+        self.peaks, notes = roofline.session_peaks(
+            devices, self.state.settings.artifacts, measure=measure, may_measure=True
+        )
         self.notes.extend(notes)
 
     def _write(self, what: str, path: Path, action: Any) -> bool:
@@ -172,6 +191,7 @@ class Reports:
                 "threshold": settings.threshold,
                 "alpha": settings.alpha,
                 "host_threshold": settings.host_threshold,
+                "memory_threshold": settings.memory_threshold,
                 "timer": settings.timer,
                 "cache": settings.cache,
                 "strict": settings.strict,
@@ -199,6 +219,7 @@ class Reports:
                 "peak_cache": str(settings.artifacts / roofline.CACHE_FILE) if self.peaks else None,
                 "baselines_written": [str(u.path) for u in self.state.updates],
             },
+            cost=self.state.clock.run_cost(),
         )
 
     def write_terminal(self, terminalreporter: pytest.TerminalReporter) -> None:

@@ -14,6 +14,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import pytest
 from pytest_kernelperf.baselines.yaml_io import UnwritableEntry
 from pytest_kernelperf.measure.faults import FaultGuard
 from pytest_kernelperf.plugins import handoff, isolate, recording
+from pytest_kernelperf.plugins.costs import RunCosts
 from pytest_kernelperf.plugins.gpus import GpuPlacement, RequireGpu
 from pytest_kernelperf.plugins.poisoning import PoisonWatch
 from pytest_kernelperf.plugins.reporting import Reports
@@ -47,6 +49,7 @@ class KernelperfRun:
         self.gpus = gpus
         self.unused = UnusedEntries(config)
         self.reports = Reports(config, session)
+        self.costs = RunCosts(session)
         self.notes: list[str] = []
         self.child: isolate.IsolatedChild | None = None
         self.findings: Findings | None = None
@@ -63,6 +66,9 @@ class KernelperfRun:
         manager.register(self.unused, "kernelperf-unused")
         manager.register(self.gpus, "kernelperf-gpus")
         manager.register(PoisonWatch(self.faults), "kernelperf-poisoning")
+        manager.register(self.costs, "kernelperf-costs")
+        if self.session.progress is not None:
+            manager.register(self.session.progress, "kernelperf-progress")
         if self.settings.require_gpu:
             manager.register(RequireGpu(), "kernelperf-require-gpu")
         if self.role is Role.CHILD:
@@ -123,7 +129,7 @@ class KernelperfRun:
             self.notes.append(f"{origin}: {exc}, ignored")
             return None
 
-    def record_more_processes(self, say: Callable[[str], None]) -> None:
+    def record_more_processes(self, say: Callable[[str], AbstractContextManager[None]]) -> None:
         """--kernelperf-record-processes: record the tests again in fresh processes, one after
         another, and add their entries to this process's as further recording processes."""
         total = self.settings.record_processes
@@ -180,12 +186,14 @@ class KernelperfRun:
         self.pruned = settings.prune and self.refused is None and findings is not None and findings.prunable
         interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
         if settings.update and self.refused is None and not interrupted:
-            self.record_more_processes(self._say)
+            with self.session.clock.phase("recording_processes"):
+                self.record_more_processes(self._say)
         if settings.update and self.refused is None:
             remove: dict[Path, set[str]] = {}
             if self.pruned and findings is not None:
                 remove = {path: set(tests) for path, tests in findings.entries.items()}
-            updates = self.session.write_baselines(remove, interrupted=interrupted)
+            with self.session.clock.phase("baseline_writes"):
+                updates = self.session.write_baselines(remove, interrupted=interrupted)
             if self.pruned:
                 self._remove_stale_files()
             if any(update.error for update in updates) and session.exitstatus == pytest.ExitCode.OK:
@@ -196,11 +204,10 @@ class KernelperfRun:
         if not self.reports.write_files() and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
-    def _say(self, line: str) -> None:
-        """A line on the terminal now, outside any captured output (progress of a long step)."""
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(line)
+    def _say(self, what: str) -> AbstractContextManager[None]:
+        """A long step said on the terminal at once, and how long it took when it ends."""
+        progress = self.session.progress
+        return progress.step(what, announce=True) if progress is not None else nullcontext()
 
     def _hand_over(self) -> None:
         data = self.payload().encode(self.settings.baseline_dir)
@@ -238,6 +245,8 @@ class KernelperfRun:
             trouble.insert(0, f"baselines NOT updated: {self.refused}")
         if trouble:
             _section(terminalreporter, "kernelperf warnings", trouble)
+        if self.settings.durations is not None:
+            _section(terminalreporter, "kernelperf durations", self.costs.lines(self.settings.durations))
 
 
 def _section(terminalreporter: pytest.TerminalReporter, title: str, lines: list[str]) -> None:

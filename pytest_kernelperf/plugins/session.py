@@ -6,18 +6,21 @@ import functools
 import sqlite3
 import warnings
 from collections.abc import Callable, Collection, Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate
 from pytest_kernelperf.baselines.yaml_io import BaselineError
 from pytest_kernelperf.kernel_bench import Callbacks, KernelBench, no_guard
+from pytest_kernelperf.measure.memory import MemoryReading, MemoryRequest
 from pytest_kernelperf.measure.timing import Timer
 from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, split_nodeid
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.model.result import BenchResult
+from pytest_kernelperf.plugins.progress import Progress
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
+from pytest_kernelperf.results.cost import RunClock
 from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict.judgement import PastRuns, noise_priors, planned_judgements
 from pytest_kernelperf.verdict.prior import NoisePrior
@@ -42,6 +45,8 @@ class KernelperfSession:
         guard: Callable[[str], Callable[[Callable[..., Any], str | None], AbstractContextManager[None]]]
         | None = None,
         later_recording: bool = False,
+        peak_memory: Callable[[MemoryRequest], MemoryReading | None] | None = None,
+        progress: Progress | None = None,
     ) -> None:
         self.settings = settings
         self.store = BaselineStore(settings.baseline_dir, replace_unreadable=settings.replace_unreadable)
@@ -57,6 +62,11 @@ class KernelperfSession:
         self.planned_tests: list[str] = []  # node ids this run will execute (set after collection)
         self._baseline_sets: dict[str, tuple[NoisePrior, int]] = {}
         self.later_recording = later_recording  # a later recording process pins to the first's choices
+        self._peak_memory = peak_memory
+        self.progress = progress  # long steps said on the terminal (the main process only)
+        if progress is not None:
+            progress.timed_run = settings.timing
+        self.clock = RunClock()  # where the run's time goes (results/cost.py), from the process's start
 
     def bench(self, nodeid: str, marker_kwargs: dict[str, Any] | None, device: str) -> KernelBench:
         settings = self.settings
@@ -74,6 +84,8 @@ class KernelperfSession:
             noise_prior=lambda device: self.baseline_set(device)[0],
             planned_judgements=lambda device: self.baseline_set(device)[1],
             past_rounds=self.past_rounds,
+            peak_memory=self._peak_memory or (lambda request: None),
+            progress=self.progress.step if self.progress is not None else (lambda what: nullcontext()),
         )
         return KernelBench(
             nodeid=nodeid,

@@ -21,6 +21,7 @@ from pytest_kernelperf.model.baseline import split_nodeid
 from pytest_kernelperf.model.device import Peak
 from pytest_kernelperf.model.result import BenchResult, Verdict
 from pytest_kernelperf.results.throughput import Figures, figures
+from pytest_kernelperf.verdict.memory import memory_text
 from pytest_kernelperf.verdict.shift import device_shifts
 
 _PARAMS = re.compile(r"\[(?P<param>.*)\]$")
@@ -93,6 +94,9 @@ def totals(results: Iterable[BenchResult]) -> str:
     over = sum(1 for r in results if r.ratio is not None and r.ratio.exceeded)
     if over:
         parts.append(f"{over} over max_ratio")
+    grew = sum(1 for r in results if r.memory is not None and r.memory.exceeded)
+    if grew:
+        parts.append(f"{grew} over memory_threshold")
     return ", ".join(parts) if parts else "no results"
 
 
@@ -119,6 +123,7 @@ COLUMNS = (
     "% peak",
     "TFLOP/s",
     "Host (ms)",
+    "Memory",
     "Device",
     "Timer",
     "Cache",
@@ -139,6 +144,14 @@ def verdict_text(result: BenchResult) -> str:
     ):
         text += f" ({result.comparison.reason})"
     return text
+
+
+def memory_cell(result: BenchResult) -> Cell:
+    """Peak device memory of one call beyond its inputs, and its growth over the baseline's."""
+    memory = result.memory
+    if memory is None:
+        return Cell("")
+    return Cell(memory_text(memory), "bad" if memory.exceeded else "")
 
 
 def ratio_cell(result: BenchResult) -> Cell:
@@ -167,6 +180,7 @@ def row_cells(label: str, result: BenchResult, peaks: Mapping[str, Peak]) -> dic
         "% peak": Cell(_peak_cell(fig)),
         "TFLOP/s": Cell(f"{fig.tflop_per_s:.4g}" if fig.tflop_per_s else ""),
         "Host (ms)": Cell(_ms(result.host_median_ms) if result.host_median_ms is not None else ""),
+        "Memory": memory_cell(result),
         "Device": Cell(result.device),
         "Timer": Cell(result.method or "-"),
         "Cache": Cell(result.cache),
@@ -251,11 +265,18 @@ def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | Non
     lines.extend(((line, "warn"),) for line in host_lines(results))
     lines.extend(((line, "warn"),) for line in shift_lines(results))
     overall = totals(results)
-    worst = (
-        "bad" if any(r.verdict is Verdict.SLOWER or (r.ratio and r.ratio.exceeded) for r in results) else ""
-    )
+    worst = "bad" if any(_failing(r) for r in results) else ""
     lines.append((("kernelperf: ", "bold"), (overall, worst or "bold")))
     return lines
+
+
+def _failing(result: BenchResult) -> bool:
+    """Slower, over its max_ratio, or grown beyond its memory threshold."""
+    return (
+        result.verdict is Verdict.SLOWER
+        or (result.ratio is not None and result.ratio.exceeded)
+        or (result.memory is not None and result.memory.exceeded)
+    )
 
 
 def shift_lines(results: Sequence[BenchResult]) -> list[str]:
@@ -371,9 +392,7 @@ def markdown(
     if not results:
         lines.append("No kernel_bench results.")
         return "\n".join(lines) + "\n"
-    failing = [
-        r for r in results if r.verdict is Verdict.SLOWER or (r.ratio is not None and r.ratio.exceeded)
-    ]
+    failing = [r for r in results if _failing(r)]
     if failing:
         lines.append("**Failing:** " + ", ".join(_code(r.label) for r in failing))
         lines.append("")
@@ -438,6 +457,9 @@ def properties(result: BenchResult) -> list[tuple[str, object]]:
         values["max_ratio"] = result.ratio.max_ratio
         values["max_ratio_exceeded"] = "yes" if result.ratio.exceeded else "no"
         values["reference_ms"] = result.ratio.reference_median_ms
+    if result.memory is not None:
+        values["peak_memory_bytes"] = result.memory.peak_bytes
+        values["memory_exceeded"] = "yes" if result.memory.exceeded else "no"
     for key, value in values.items():
         if value is not None:
             out.append((f"{prefix}.{key}", _round(value) if isinstance(value, float) else value))
@@ -467,6 +489,9 @@ def status_word(user_properties: Iterable[tuple[str, object]]) -> tuple[str, str
             text += f", ratio {ratio:#.3g}x {'>' if ratio > limit else '<='} {limit:g}"
             if values.get("max_ratio_exceeded") == "yes":
                 styles.add("bad")
+        if values.get("memory_exceeded") == "yes":
+            text += ", memory over its threshold"
+            styles.add("bad")
         parts.append(f"{call}: {text}" if call else text)
         styles.add({"slower": "bad", "faster": "good"}.get(verdict, ""))
     style = "bad" if "bad" in styles else "good" if "good" in styles else ""

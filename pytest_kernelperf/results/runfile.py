@@ -26,7 +26,17 @@ from pytest_kernelperf.model.device import DeviceInfo, Peak
 from pytest_kernelperf.model.names import CACHE_MODES
 from pytest_kernelperf.model.names import RUN_SCHEMA as SCHEMA
 from pytest_kernelperf.model.names import RUN_SCHEMA_VERSION as SCHEMA_VERSION
-from pytest_kernelperf.model.result import BenchResult, Comparison, RatioCheck, Throttling, Verdict
+from pytest_kernelperf.model.result import (
+    CALL_PHASES,
+    BenchResult,
+    CallCost,
+    Comparison,
+    MemoryCheck,
+    RatioCheck,
+    Throttling,
+    Verdict,
+)
+from pytest_kernelperf.results.cost import RUN_PHASES, RunCost, add_up
 from pytest_kernelperf.results.throughput import figures
 from pytest_kernelperf.verdict.judge import MODEL
 
@@ -62,6 +72,18 @@ class RunReport:
     artifacts: dict[str, Any] = field(default_factory=dict)
     merged_from: tuple[str, ...] = ()
     schema_version: int = SCHEMA_VERSION
+    cost: RunCost | None = None  # where the run's time went (None: merged runs, older files)
+
+
+# Verdicts that judge a measurement against its baseline: what "per judged measurement" counts.
+JUDGED = (Verdict.SAME, Verdict.SLOWER, Verdict.FASTER)
+
+
+def measurement_counts(results: Sequence[BenchResult]) -> tuple[int, int]:
+    """(judged, timed): results judged same, slower or faster, and results timed at all."""
+    judged = sum(1 for r in results if r.verdict in JUDGED)
+    timed = sum(1 for r in results if r.verdict not in (Verdict.CHECKED, Verdict.MISMATCH))
+    return judged, timed
 
 
 # --- writing -----------------------------------------------------------------------------------
@@ -119,7 +141,9 @@ def _entry(entry: BaselineEntry | None) -> dict[str, Any] | None:
     if entry is None:
         return None
     # Every documented field is present in the run file; null where the entry has none.
-    absent = dict.fromkeys(("host_latency", "kernels", "compile_context", "autotune", "inputs"))
+    absent = dict.fromkeys(
+        ("host_latency", "kernels", "compile_context", "autotune", "inputs", "peak_memory_bytes")
+    )
     data = {**absent, **entry_to_data(entry)}
     if data["kernels"] is not None:
         data["kernels"] = [{"code": None, "grid": None, **kernel} for kernel in data["kernels"]]
@@ -127,6 +151,38 @@ def _entry(entry: BaselineEntry | None) -> dict[str, Any] | None:
         if data[metric] is not None:
             data[metric] = {"rounds_ms": [], "resolution_ms": None, **data[metric]}
     return data
+
+
+def _memory(check: MemoryCheck | None) -> dict[str, Any] | None:
+    if check is None:
+        return None
+    return {
+        "peak_bytes": check.peak_bytes,
+        "baseline_bytes": check.baseline_bytes,
+        "growth_bytes": check.growth_bytes,  # derived
+        "allowed_growth_bytes": check.allowed_growth_bytes,  # derived
+        "threshold": check.threshold,
+        "exceeded": check.exceeded,
+        "allocations": list(check.allocations),
+    }
+
+
+def _call_cost(cost: CallCost | None) -> dict[str, float] | None:
+    return None if cost is None else {**cost.phases(), "total": cost.total}
+
+
+def _run_cost(cost: RunCost | None, results: Sequence[BenchResult]) -> dict[str, Any] | None:
+    if cost is None:
+        return None
+    judged, timed = measurement_counts(results)
+    return {
+        **cost.phases(),
+        "total": cost.total,
+        "calls": _call_cost(add_up(r.cost for r in results if r.cost is not None)),  # derived
+        "judged_measurements": judged,  # derived
+        "timed_measurements": timed,  # derived
+        "per_judged_measurement": cost.total / judged if judged else None,  # derived
+    }
 
 
 def _ratio(check: RatioCheck | None) -> dict[str, Any] | None:
@@ -209,6 +265,8 @@ def result_to_dict(result: BenchResult, peak: Peak | None = None) -> dict[str, A
         "artifacts": list(result.artifacts),
         "wall_s": result.wall_s,
         "device_index": result.device_index,
+        "memory": _memory(result.memory),
+        "cost_s": _call_cost(result.cost),
     }
 
 
@@ -243,6 +301,7 @@ def run_to_dict(run: RunReport) -> dict[str, Any]:
         "totals": {v.value: counts[v.value] for v in Verdict if counts[v.value]},  # derived
         "results": [result_to_dict(r, run.peaks.get(r.device)) for r in run.results],
         "artifacts": dict(run.artifacts),
+        "cost_s": _run_cost(run.cost, run.results),
     }
     if run.merged_from:
         data["merged_from"] = list(run.merged_from)
@@ -428,6 +487,45 @@ def _entry_from(reader: _Reader | None) -> BaselineEntry | None:
         ) from None
 
 
+def _memory_from(reader: _Reader | None) -> MemoryCheck | None:
+    if reader is None:
+        return None
+    peak = reader.whole("peak_bytes")
+    baseline = reader.whole("baseline_bytes", optional=True)
+    for key, value in (("peak_bytes", peak), ("baseline_bytes", baseline)):
+        if value is not None and value < 0:
+            raise reader.fail(key, f"expected a number of bytes (0 or more), got {value}")
+    assert peak is not None
+    threshold = reader.req_number("threshold")
+    if not math.isfinite(threshold) or threshold < 0:
+        raise reader.fail("threshold", f"expected a fraction (0 or more), got {threshold!r}")
+    return MemoryCheck(
+        peak_bytes=peak,
+        baseline_bytes=baseline,
+        threshold=threshold,
+        exceeded=reader.flag("exceeded"),
+        allocations=reader.texts("allocations"),
+    )
+
+
+def _seconds_from(reader: _Reader, names: Sequence[str]) -> dict[str, float]:
+    out = {}
+    for name in (*names, "total"):
+        value = reader.number(name, optional=True)
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise reader.fail(name, f"expected seconds (0 or more), got {value!r}")
+        out[name] = value or 0.0
+    return out
+
+
+def _call_cost_from(reader: _Reader | None) -> CallCost | None:
+    return None if reader is None else CallCost(**_seconds_from(reader, CALL_PHASES))
+
+
+def _run_cost_from(reader: _Reader | None) -> RunCost | None:
+    return None if reader is None else RunCost(**_seconds_from(reader, RUN_PHASES))
+
+
 def _ratio_from(reader: _Reader | None) -> RatioCheck | None:
     if reader is None:
         return None
@@ -509,6 +607,8 @@ def result_from_dict(data: Any, source: str = "<json>", where: str = "result") -
         throttled_rounds=(timing.whole("throttled_rounds", optional=True) or 0) if timing else 0,
         throttling=_throttling_from(timing.child("throttling", optional=True)) if timing else None,
         placements=(timing.whole("placements", optional=True) or 0) if timing else 0,
+        memory=_memory_from(reader.child("memory", optional=True)),
+        cost=_call_cost_from(reader.child("cost_s", optional=True)),
     )
 
 
@@ -577,6 +677,7 @@ def run_from_dict(data: Any, source: str = "<json>") -> RunReport:
         artifacts=dict(artifacts),
         merged_from=reader.texts("merged_from"),
         schema_version=version,
+        cost=_run_cost_from(reader.child("cost_s", optional=True)),
     )
 
 

@@ -19,7 +19,7 @@ from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate, file_fo
 from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey
 from pytest_kernelperf.model.device import CARD_KEY, DeviceInfo, Peak
-from pytest_kernelperf.model.result import BenchResult, Verdict
+from pytest_kernelperf.model.result import BenchResult, MemoryCheck, Verdict
 from pytest_kernelperf.results.runfile import RunReport
 from pytest_kernelperf.settings import DEFAULTS
 from pytest_kernelperf.verdict.judgement import (
@@ -29,6 +29,7 @@ from pytest_kernelperf.verdict.judgement import (
     noise_priors,
     planned_judgements,
 )
+from pytest_kernelperf.verdict.memory import judge_memory
 
 ResultKey = tuple[str, str, str, str]  # module, test id, device, cache: one baseline entry
 
@@ -167,7 +168,17 @@ def _judge(result: BenchResult, base: BaselineEntry | None, context: JudgementCo
         baseline_file=context.baseline_name,
         host_baseline_ms=their_host.level_ms if their_host is not None else None,
         host_comparison=host_comparison,
+        memory=_memory(result, base),
     )
+
+
+def _memory(result: BenchResult, base: BaselineEntry | None) -> MemoryCheck | None:
+    """The result's peak device memory judged against `base`'s, with the threshold it was judged
+    with in its own run."""
+    if result.memory is None:
+        return None
+    recorded = base.peak_memory_bytes if base is not None else None
+    return judge_memory(result.memory.peak_bytes, recorded, result.memory.threshold)
 
 
 def merge_runs(runs: Sequence[RunReport], sources: Sequence[str], output: str | None = None) -> RunReport:

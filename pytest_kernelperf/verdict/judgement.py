@@ -149,6 +149,7 @@ class Failure(str, enum.Enum):
     SLOWER = "slower"  # significantly slower than its baseline, beyond the threshold
     MAX_RATIO = "max_ratio"  # slower than its reference beyond kernel_bench(max_ratio=)
     NOT_JUDGED = "not judged"  # new, incomparable or unreliable, under --kernelperf-strict
+    MEMORY = "memory"  # peak device memory grew beyond memory_threshold
 
     def __str__(self) -> str:
         return self.value
@@ -163,6 +164,8 @@ def failures(result: BenchResult, *, strict: bool = False, update: bool = False)
         found.append(Failure.MAX_RATIO)
     if update:
         return found
+    if result.memory is not None and result.memory.exceeded:
+        found.append(Failure.MEMORY)
     if result.verdict is Verdict.SLOWER:
         found.append(Failure.SLOWER)
     if strict and result.verdict in NOT_JUDGED:

@@ -1,0 +1,70 @@
+"""Device memory as a judged metric: the peak a call allocates beyond its inputs, against its baseline.
+
+Device memory is nearly deterministic: the same call on the same inputs allocates the same tensors
+every time, so no statistics are needed. A call fails when its peak grew beyond the baseline's by
+more than `memory_threshold` of the baseline and more than `MEMORY_FLOOR_BYTES` (1 MiB). The floor
+keeps small, legitimate wobbles out: the caching allocator rounds every block up (to 512 bytes, more
+with `roundup_power2_divisions`), and libraries keep small scratch buffers whose size follows the
+kernel configuration chosen (a Triton autotuner's pick, cuBLAS's heuristics); a kernel that starts
+allocating a workspace of its own is far above it. The check itself (MemoryCheck) is a record of
+model/result.py. Pure: no torch, no pytest.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pytest_kernelperf.model.result import MEMORY_FLOOR_BYTES, MemoryCheck, allowed_growth
+
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def judge_memory(peak_bytes: int, baseline_bytes: int | None, threshold: float) -> MemoryCheck:
+    """The peak judged against the baseline's: exceeded when it grew beyond the allowed growth."""
+    exceeded = baseline_bytes is not None and peak_bytes - baseline_bytes > allowed_growth(
+        baseline_bytes, threshold
+    )
+    return MemoryCheck(peak_bytes, baseline_bytes, threshold, exceeded)
+
+
+def format_bytes(count: int) -> str:
+    """ "512 B", "1.5 KiB", "64 MiB", "1.25 GiB": binary units, three significant digits."""
+    value = float(count)
+    for unit in _UNITS:
+        if abs(value) < 1024 or unit == _UNITS[-1]:
+            return f"{int(value)} B" if unit == "B" else f"{value:.3g} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def memory_text(check: MemoryCheck) -> str:
+    """ "192 MiB", or "192 MiB (+64 MiB)" when it differs from its baseline."""
+    text = format_bytes(check.peak_bytes)
+    growth = check.growth_bytes
+    if growth:
+        text += f" ({'+' if growth > 0 else '-'}{format_bytes(abs(growth))})"
+    return text
+
+
+def memory_message(label: str, device: str, check: MemoryCheck, baseline_where: str) -> str:
+    """The failure of a call whose device memory grew beyond its threshold, with the figures."""
+    assert check.baseline_bytes is not None and check.growth_bytes is not None
+    allowed = check.allowed_growth_bytes
+    assert allowed is not None
+    change = check.change_pct
+    pct = f", {change:+.1f}%" if change is not None and math.isfinite(change) else ""
+    if check.allocations:
+        allocations = (
+            "  largest allocations of one call now (torch.profiler, operator and its own net "
+            f"allocation): {', '.join(check.allocations)}; the baseline keeps no per-allocation "
+            "record, so which of them grew is not known.\n"
+        )
+    else:
+        allocations = "  which allocations grew is not known (the profiler named none).\n"
+    return (
+        f"device memory grew in {label} on {device}: peak {format_bytes(check.peak_bytes)} "
+        f"({check.peak_bytes} bytes) beyond the inputs vs baseline {format_bytes(check.baseline_bytes)} "
+        f"({check.baseline_bytes} bytes): +{format_bytes(check.growth_bytes)}{pct}, more than the "
+        f"+{format_bytes(allowed)} allowed (memory_threshold {check.threshold * 100:g}%, at least "
+        f"{format_bytes(MEMORY_FLOOR_BYTES)}).\n" + allocations + f"  baseline: {baseline_where}.\n"
+    )
