@@ -117,9 +117,9 @@ final)
     step scoring_other "${SCORING_LIMIT_S:-60}" python3 -m pytest --kernelperf studies/scoring_kernels $P \
         --kernelperf-baseline-dir="${JUDGE_ONLY:?a baseline folder}" --kernelperf-durations=5 \
         --kernelperf-json="$W/scoring_other.json"
-    step memory_record 40 python3 -m pytest --kernelperf-update-baselines studies/demo/test_memory_growth.py $P \
+    step memory_record "${MEMORY_LIMIT_S:-40}" python3 -m pytest --kernelperf-update-baselines studies/demo/test_memory_growth.py $P \
         --kernelperf-baseline-dir="$W/memory_baselines"
-    step memory_growth 40 env KERNELPERF_DEMO_WORKSPACE_MIB=64 python3 -m pytest --kernelperf \
+    step memory_growth "${MEMORY_LIMIT_S:-40}" env KERNELPERF_DEMO_WORKSPACE_MIB=64 python3 -m pytest --kernelperf \
         studies/demo/test_memory_growth.py $P --kernelperf-baseline-dir="$W/memory_baselines"
     ;;
 history)
