@@ -44,6 +44,7 @@ def test_two(kernel_bench):
 """
 
 
+@pytest.mark.slow  # starts child processes / xdist workers
 def test_isolated_children_write_nothing_and_the_parent_writes_once(
     project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -91,6 +92,7 @@ def test_two(kernel_bench):
 """
 
 
+@pytest.mark.slow  # starts child processes / xdist workers
 def test_xdist_workers_isolate_their_tests_and_only_the_controller_writes(
     project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
