@@ -794,11 +794,14 @@ def _environment(timing: Timing, device: DeviceInfo) -> dict[str, str]:
 
 def _interleaved(timer: Timer, fn: Target, reference: Target, plan: SamplingPlan) -> tuple[Timing, Timing]:
     """fn and its reference in alternating single rounds (round i of fn, then round i of the
-    reference), so that drift over the measurement hits both alike; the reference prefers fn's method."""
+    reference), so that drift over the measurement hits both alike; the reference prefers fn's method.
+    Whether another pair is drawn (a placement-sensitive fn) is decided here, on fn's rounds so far,
+    so both always have as many rounds; each single round is exactly one."""
     fn_rounds: list[Timing] = []
     ref_rounds: list[Timing] = []
-    for index in range(plan.rounds):
-        one = replace(plan, rounds=1, warm=index > 0)
+    single = replace(plan, rounds=1, max_rounds=None, known_round_sd=0.0)
+    while plan.wants_more([t.device_time.round_locations_ms[-1] for t in fn_rounds]):
+        one = replace(single, warm=bool(fn_rounds))
         fn_rounds.append(timer.measure(fn, one))
         ref_plan = replace(one, prefer_method=fn_rounds[0].device_time.method)
         ref_rounds.append(timer.measure(reference, ref_plan))

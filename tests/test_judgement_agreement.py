@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from dataclasses import replace
 
 from conftest import Project
 from reportkit import KERNELS, RATIO, setup, times
@@ -76,3 +77,15 @@ def test_the_run_compare_and_bisect_give_the_same_verdicts_on_one_saved_run(proj
     assert [line.split()[1] for line in lines if line.startswith("slower")] == [
         "test_kernels.py::test_param[b]"
     ]
+    # A threshold of 0 (a marker's) is kept by compare, not replaced by the run's default.
+    zero = replace(
+        new,
+        results=tuple(
+            replace(r, comparison=replace(r.comparison, threshold=0.0)) if r.comparison else r
+            for r in new.results
+        ),
+    )
+    thresholds = {
+        r.comparison.threshold for r in saved_runs.compare_runs(old, zero).results if r.comparison is not None
+    }
+    assert thresholds == {0.0}

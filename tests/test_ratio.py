@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from conftest import Project
@@ -129,3 +130,25 @@ def test_the_level_of_a_ratio_check_is_alpha_over_the_planned_judgements() -> No
 def test_validate_max_ratio_accepts_positive_numbers() -> None:
     assert validate_max_ratio(1) == 1.0
     assert validate_max_ratio(0.5) == 0.5  # "at least twice as fast as the reference"
+
+
+def test_interleaved_rounds_stay_paired_when_the_baseline_spread(monkeypatch: pytest.MonkeyPatch) -> None:
+    # fn's baseline rounds spread 20%: more pairs are drawn (up to the cap), each of exactly one
+    # round of fn and one of its reference, so the paired test always has as many of each.
+    from pytest_kernelperf import kernel_bench
+    from pytest_kernelperf.measure import health
+    from pytest_kernelperf.measure.timing import Target, WallClockTimer
+    from pytest_kernelperf.model.device import DeviceInfo
+    from pytest_kernelperf.testing import sampling_plan
+
+    monkeypatch.setattr(health, "read", lambda index: None)
+    cpu = DeviceInfo(kind="cpu", name="test CPU")
+    plan = sampling_plan(
+        rounds=3, min_samples=2, min_time_s=0.0, max_time_s=0.001, warmup_s=0.0, round_warmup_s=0.0
+    )
+    spread = replace(plan, max_rounds=12, known_round_sd=0.2)
+    fn, ref = Target(lambda: None, cpu, label="fn"), Target(lambda: None, cpu, label="ref")
+    timing, reference = kernel_bench._interleaved(WallClockTimer(), fn, ref, spread)
+    assert len(timing.device_time.round_locations_ms) == len(reference.device_time.round_locations_ms) == 12
+    timing, reference = kernel_bench._interleaved(WallClockTimer(), fn, ref, plan)
+    assert len(timing.device_time.round_locations_ms) == len(reference.device_time.round_locations_ms) == 3

@@ -286,7 +286,9 @@ def shift_lines(results: Sequence[BenchResult]) -> list[str]:
         for r in results
         if r.comparison is not None and r.comparison.ratio is not None and r.baseline_ms is not None
     ]
-    thresholds = [r.comparison.threshold for r in results if r.comparison and r.comparison.threshold]
+    thresholds = [
+        r.comparison.threshold for r in results if r.comparison and r.comparison.threshold is not None
+    ]
     lines = []
     for found in device_shifts(judged, min(thresholds, default=0.01)):
         line = (

@@ -134,14 +134,15 @@ def judge_run(
             judged.append(result)
             continue
         used = result.comparison
-        t = threshold if threshold is not None else (used.threshold if used and used.threshold else None)
+        # A marker's threshold of 0 is a threshold: only None means "not recorded".
+        t = threshold if threshold is not None else (used.threshold if used else None)
         a = alpha if alpha is not None else (used.alpha if used and used.alpha else None)
         host = result.host_comparison
         context = JudgementContext(
             threshold=t if t is not None else _setting(new, "threshold", DEFAULTS["threshold"]),
             alpha=a if a is not None else _setting(new, "alpha", DEFAULTS["alpha"]),
             host_threshold=host.threshold
-            if host and host.threshold
+            if host and host.threshold is not None
             else _setting(new, "host_threshold", DEFAULTS["host_threshold"]),
             planned_judgements=planned_judgements(stored, planned_tests, result.device),
             prior=priors.get(result.device),
