@@ -65,8 +65,9 @@ def add_up(costs: Iterable[CallCost]) -> CallCost:
 @dataclass(frozen=True)
 class RunCost:
     """Seconds of a run, by phase; `total` is the wall time from the process's start to the moment
-    the figures were taken. Under pytest-xdist these are the controller's: its workers' start-up and
-    collection run alongside, within `tests`."""
+    the figures were taken. Under pytest-xdist these are the controller's: its workers' collection
+    runs alongside, within `tests`; waiting for them to start and to end is in no phase, and the
+    durations line shows it as `other`."""
 
     startup: float = 0.0  # process start to the session's start: interpreter, imports, plugins
     collection: float = 0.0
@@ -183,6 +184,10 @@ def duration_lines(
             lines.append("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) + "  " + test.nodeid)
     calls = add_up(t.calls for t in tests)
     listed = [f"{RUN_TITLES[name]} {_seconds(value)}" for name, value in run.phases().items() if value]
+    # What no phase holds: under pytest-xdist, the wait for the workers to start and to end.
+    other = run.total - sum(run.phases().values())
+    if other >= 0.05:
+        listed.append(f"other {_seconds(other)}")
     lines.append(f"run: {_seconds(run.total)} s wall: " + (", ".join(listed) if listed else "nothing timed"))
     if tests:
         spent = [f"{CALL_TITLES[name]} {_seconds(value)}" for name, value in calls.phases().items()]
