@@ -167,7 +167,9 @@ def test_duration_lines_list_the_tests_and_the_run() -> None:
     assert lines[0].startswith("the slowest 1 of 2 tests")
     cells = "-  2  1.00  6.00  0.00  2.00  0.00  0.00  0.00  0.00  1.00  t.py::slow"
     assert lines[2].split() == cells.split()
-    assert lines[3] == "run: 15.00 s wall: start-up 2.00, collection 1.00, tests 11.00, peak bandwidth 0.50"
+    assert lines[3] == (
+        "run: 15.00 s wall: start-up 2.00, collection 1.00, tests 11.00, peak bandwidth 0.50, other 0.50"
+    )
     assert lines[-1] == "5 s per judged measurement (15.0 s wall / 3 judged)"
     assert (
         cost.judged_figure(15.0, 0, 4) == "3.75 s per timed measurement (15.0 s wall / 4 timed, none judged)"
