@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -145,3 +147,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "slow: takes more than about 5 s (torch.compile on CPU); -m 'not slow' skips"
     )
+
+
+def git_run(repo: Path, *args: str) -> str:
+    """git's output for `args` in `repo`, as a fixed author (the tests build their own repositories)."""
+    who = {"NAME": "t", "EMAIL": "t@example.com"}
+    env = {
+        **os.environ,
+        **{f"GIT_{role}_{key}": value for role in ("AUTHOR", "COMMITTER") for key, value in who.items()},
+    }
+    return subprocess.run(
+        ["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env
+    ).stdout

@@ -120,17 +120,11 @@ def run(config: pytest.Config, item: pytest.Item, extra: Sequence[str] = ()) -> 
     """Run `item` alone in a child process; what it reported, or how it died."""
     with tempfile.TemporaryDirectory(prefix="kernelperf-isolate-") as folder:
         output = Path(folder) / "result.json"
-        done = subprocess.run(
+        # Where the parent started: a relative path given on its command line means the same here.
+        done = run_child(
             command(config, Path(item.path), extra),
-            # Where the parent started: a relative path given on its command line means the same here.
-            cwd=config.invocation_params.dir,
-            env=environment(item.nodeid, output),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            check=False,
+            config.invocation_params.dir,
+            environment(item.nodeid, output),
         )
         data: dict[str, Any] | None = None
         if output.exists():
@@ -145,6 +139,21 @@ def run(config: pytest.Config, item: pytest.Item, extra: Sequence[str] = ()) -> 
         output_tail=tail,
         reports=[_tuples_back(report) for report in data.get("reports", [])] if data else [],
         payload=data.get("payload") if data else None,
+    )
+
+
+def run_child(argv: Sequence[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """A child pytest process to its end: no input, its output and errors together as text."""
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        check=False,
     )
 
 

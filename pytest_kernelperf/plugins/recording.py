@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import tempfile
 from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractContextManager
@@ -59,17 +58,7 @@ def run_process(
         command[4:4] = modules[1:]  # after the first module: the rest of the files to collect
         env = isolate.child_environment() | {RECORD_OUTPUT: str(output), RECORD_NODEIDS: str(listed)}
         with say(f"recording process {number} of {total} ({len(nodeids)} tests)"):
-            done = subprocess.run(
-                command,
-                cwd=config.rootpath,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                errors="replace",
-                check=False,
-            )
+            done = isolate.run_child(command, config.rootpath, env)
         tail = "\n".join(done.stdout.splitlines()[-20:])
         try:
             return json.loads(output.read_text(encoding="utf-8")), tail

@@ -6,15 +6,14 @@ registration, and a log named in a message exists."""
 from __future__ import annotations
 
 import io
-import os
 import re
-import subprocess
 import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import git_run
 
 from pytest_kernelperf import cli
 from pytest_kernelperf.history import bisect as bisect_mod
@@ -49,16 +48,7 @@ BROKEN = TEST_MODULE.replace("(kernel_bench):\n", "(kernel_bench):\n    raise Ru
 
 
 def git(repo: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.com",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.com",
-    }
-    return subprocess.run(
-        ["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env
-    ).stdout.strip()
+    return git_run(repo, *args).strip()
 
 
 def commit(repo: Path, message: str, **files: str) -> str:

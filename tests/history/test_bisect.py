@@ -4,12 +4,11 @@ slowdown; and its judge."""
 from __future__ import annotations
 
 import io
-import os
-import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import git_run
 
 from pytest_kernelperf import cli
 from pytest_kernelperf.history import synthetic_runs as rf
@@ -90,17 +89,7 @@ def test_explain_attributes_the_slowdown() -> None:
     )
 
 
-def _git(repo: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.com",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.com",
-    }
-    return subprocess.run(
-        ["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env
-    ).stdout
+_git = git_run
 
 
 def _commit(repo: Path, message: str, **files: str) -> str:
