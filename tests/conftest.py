@@ -143,6 +143,14 @@ def _no_outer_xdist_identity(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _no_outer_ci_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest prints whole failure messages in the short summary when CI or BUILD_NUMBER is set,
+    so a pytester run's output would differ between a CI job and a laptop."""
+    for name in ("CI", "BUILD_NUMBER"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "slow: takes more than about 5 s (torch.compile on CPU); -m 'not slow' skips"
