@@ -276,3 +276,22 @@ def _unravel(flat: int, shape: Sequence[int]) -> tuple[int, ...]:
 def _item(tensor: torch.Tensor, flat: int) -> str:
     value = tensor.flatten()[flat].item()
     return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def compare_answers(actual: Any, expected: Any, *, rtol: float | None, atol: float | None) -> str:
+    """How `actual` compares with another version's answer: "identical", "within tolerance" (of
+    `rtol`/`atol`, the dtype's defaults where None), "differs: <where and by how much>", or "not
+    compared: <why>"."""
+    try:
+        assert_matches(actual, expected, rtol=0.0, atol=0.0)
+    except Uncomparable as exc:
+        return f"not compared: {exc}"
+    except Mismatch:
+        pass
+    else:
+        return "identical"
+    try:
+        assert_matches(actual, expected, rtol=rtol, atol=atol)
+    except Mismatch as exc:
+        return f"differs: {exc}"
+    return "within tolerance"

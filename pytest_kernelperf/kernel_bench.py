@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import math
+import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
@@ -24,6 +25,7 @@ from pytest_kernelperf.correctness import (
     NotRestorable,
     Uncomparable,
     assert_matches,
+    compare_answers,
     mutated,
     restore,
     snapshot,
@@ -55,14 +57,19 @@ from pytest_kernelperf.model.device import CARD_KEY, DeviceInfo
 from pytest_kernelperf.model.result import (
     NOT_JUDGED,
     BenchResult,
+    Comparison,
+    Found,
     MemoryCheck,
     RatioCheck,
+    RevisionCheck,
     Throttling,
     Verdict,
 )
 from pytest_kernelperf.profiling.call_context import CallContext, CallRecord
 from pytest_kernelperf.profiling.capture import PROFILED_CALLS, CallProfile, ProfileRequest, artifact_folder
 from pytest_kernelperf.profiling.explain import context_notes, regression_details
+from pytest_kernelperf.revision.loader import Lookup
+from pytest_kernelperf.revision.source import Revision
 from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict import noise, stats
 from pytest_kernelperf.verdict.judgement import (
@@ -72,6 +79,7 @@ from pytest_kernelperf.verdict.judgement import (
     PastRuns,
     failures,
     judge_measurement,
+    judge_pair,
 )
 from pytest_kernelperf.verdict.memory import judge_memory, memory_message
 from pytest_kernelperf.verdict.prior import NoisePrior, groups, within_variance
@@ -121,6 +129,36 @@ class Callbacks:
     peak_memory: Callable[[MemoryRequest], MemoryReading | None] = lambda request: None
     # A long step said on the terminal while it runs, and how long it took (plugins/progress.py).
     progress: Callable[[str], AbstractContextManager[None]] = lambda what: no_guard()
+    # --kernelperf-against: the revision, and fn's counterpart there (fn, the test module's file).
+    revision: Revision | None = None
+    find_at_revision: Callable[[Callable[..., Any], Path], Lookup] | None = None
+
+
+@dataclass(frozen=True)
+class _Base:
+    """fn's counterpart at the revision of --kernelperf-against, and how their answers compare."""
+
+    revision: Revision
+    lookup: Lookup
+    answers: str = ""
+
+    @property
+    def fn(self) -> Callable[..., Any] | None:
+        return self.lookup.fn if self.lookup.found is Found.SAME_NAME else None
+
+    def check(self, timing: Timing | None = None) -> RevisionCheck:
+        metric = timing.device_time if timing is not None else None
+        return RevisionCheck(
+            revision=self.revision.describe(),
+            commit=self.revision.commit,
+            found=self.lookup.found,
+            where=self.lookup.where,
+            reason=self.lookup.reason,
+            median_ms=metric.level_ms if metric is not None else None,
+            rounds_ms=metric.round_locations_ms if metric is not None else (),
+            method=metric.method if metric is not None else None,
+            answers=self.answers,
+        )
 
 
 class KernelBench:
@@ -216,6 +254,9 @@ class KernelBench:
             # An in-place kernel declared so: its inputs are put back before every timed call.
             saved = snapshot((tuple(args), kwargs)) if restore_inputs else None
             prepare = _restorer((tuple(args), kwargs), saved, self._hooks.fail, self.nodeid)
+            base = self._base(fn)
+            # The counterpart's answer is taken on the inputs as they were before fn's first call.
+            original = snapshot((tuple(args), kwargs)) if base is not None and base.fn else None
             # Opened before the first call: a fresh torch.compile context must precede compilation.
             with self._opened(
                 CallContext(
@@ -231,6 +272,9 @@ class KernelBench:
                 with self._first_call(name):
                     checked = self._check(call, reference, args, kwargs, rtol, atol, name)
                 output, notes = checked
+                if base is not None and original is not None:
+                    base = self._base_answer(base, output, original, rtol, atol, name)
+                    del original
                 # No bytes= given: count the tensors read and written (the report says "inferred").
                 inferred = tensor_bytes(args, kwargs, output) if bytes is None else None
                 del output, checked  # on a GPU it may be a GiB that timing needs
@@ -255,6 +299,7 @@ class KernelBench:
                     notes=notes,
                     context=context,
                     prepare=prepare,
+                    base=base,
                 )
 
     def check(
@@ -423,6 +468,40 @@ class KernelBench:
         # context into that CUDA error; the caller then records the mismatch and lets the test go on.
         raise _MismatchFound(problem, notes)
 
+    def _base(self, fn: Callable[..., Any]) -> _Base | None:
+        """fn's counterpart at --kernelperf-against's revision; None without that option."""
+        revision, find = self._hooks.revision, self._hooks.find_at_revision
+        if revision is None or find is None:
+            return None
+        with self._step("context", f"loading {self.nodeid}'s kernel from {revision.describe()}"):
+            return _Base(revision, find(fn, Path(self._module)))
+
+    def _base_answer(
+        self,
+        base: _Base,
+        output: Any,
+        original: Any,
+        rtol: float | None,
+        atol: float | None,
+        name: str | None,
+    ) -> _Base:
+        """The counterpart's first call (compiling it) on fn's original inputs, its answer compared
+        with fn's: a change of numerics is said, never failed (the reference judges correctness)."""
+        assert base.fn is not None
+        where = f"{base.lookup.where} at {base.revision.describe()}"
+        with self._step("first_call", f"first call of {where} (compile, JIT, autotune)"):
+            try:
+                expected = base.fn(*original[0], **original[1])
+            except Exception as exc:
+                lookup = replace(
+                    base.lookup, found=Found.UNLOADABLE, reason=f"{where} raised {type(exc).__name__}: {exc}"
+                )
+                return replace(base, lookup=lookup)
+        answers = compare_answers(output, expected, rtol=rtol, atol=atol)
+        if answers.startswith("differs"):
+            self._hooks.warn(f"{self._label(name)}: the answer changed against {where}: {answers}")
+        return replace(base, answers=answers)
+
     def _mismatch(self, found: _MismatchFound, name: str | None) -> BenchResult:
         problem = found.problem + (f"\n  {found.notes[0]}" if found.notes else "")
         self._hooks.defer(problem)
@@ -447,13 +526,16 @@ class KernelBench:
         notes: tuple[str, ...] = (),
         context: CallContext | None = None,
         prepare: Callable[[], object] | None = None,
+        base: _Base | None = None,
     ) -> BenchResult:
         __tracebackhide__ = True
         device = self._hooks.device_info(kind)
         path = self._store.path_for(self._module)
         key = EntryKey(entry_test_id(self.nodeid, name), device.name, self.settings.cache)
-        with self._clock.phase("baseline_io"):
-            baseline = self._baseline(path, key)
+        baseline = None
+        if base is None:  # against a revision, the stored baselines play no part
+            with self._clock.phase("baseline_io"):
+                baseline = self._baseline(path, key)
         prefer = baseline.device_time.method if baseline else None
         try:
             timer: Timer | None = self._hooks.make_timer(self.settings, device)
@@ -466,19 +548,32 @@ class KernelBench:
             # except in a later recording process: its baselines are the first process's entries.
             pin = baseline is not None and (not self.settings.update or self.later_recording)
             context.pin(baseline.autotune if pin and baseline else None)
-        placements = self._placements(fn, arguments, saved, device)
+        # The counterpart's round i lands where fn's round i did: the same draws of placement.
+        seed = random.randrange(1 << 32)
+        placements = self._placements(fn, arguments, saved, device, random.Random(seed))
         target = Target(call, device, label=key.test, fn=fn, prepare=prepare, placements=placements)
         plan = self.settings.plan(prefer)
         if baseline is not None and baseline.device_time.rounds_ms:
             parts = groups(baseline.device_time.rounds_ms, baseline.device_time.process_rounds)
             plan = replace(plan, known_round_sd=math.sqrt(within_variance(parts)[0]))
         reference: Timing | None = None
+        base_timing: Timing | None = None
         try:
             with (
                 self._step("rounds", f"timing {self._label(name)}", less=("warmup",)),
                 active(self._clock),
             ):
-                if versus is None:
+                if base is not None and base.fn is not None:
+                    base_target = Target(
+                        _bind(base.fn, *arguments),
+                        device,
+                        label=f"{key.test}::base",
+                        fn=base.fn,
+                        prepare=prepare,
+                        placements=self._placements(base.fn, arguments, saved, device, random.Random(seed)),
+                    )
+                    timing, base_timing = _interleaved(timer, target, base_target, plan)
+                elif versus is None:
                     timing = timer.measure(target, plan)
                 else:
                     ref_target = Target(
@@ -506,6 +601,8 @@ class KernelBench:
             if versus is not None and reference is not None:
                 ratio = self._ratio_check(timing, reference, device, versus[2])
             result = self._judge(timing, baseline, device, name, path, nbytes, flops)
+            if base is not None:
+                result = self._judge_pair(result, timing, base, base_timing, device)
         profiled = self._profile(fn, call, device, name, result.verdict, prepare)
         with self._clock.phase("judge"):  # the entry's statistics (the first use imports scipy)
             entry = as_stored(self._entry(timing, device, profiled, record, memory))
@@ -513,7 +610,7 @@ class KernelBench:
             result,
             bytes_inferred=bytes_inferred,
             ratio=ratio,
-            baseline_ci_ms=baseline.device_time.round_range_ms if baseline else None,
+            baseline_ci_ms=baseline.device_time.round_range_ms if baseline else result.baseline_ci_ms,
             entry=entry,
             placements=drawn,
             notes=notes + result.notes + record.notes + context_notes(baseline, entry) + memory_notes,
@@ -564,12 +661,54 @@ class KernelBench:
                     check = replace(check, allocations=detail.allocations)
         return check, ()
 
+    def _judge_pair(
+        self, result: BenchResult, timing: Timing, base: _Base, base_timing: Timing | None, device: DeviceInfo
+    ) -> BenchResult:
+        """The result judged against the counterpart's paired rounds, or, without a counterpart
+        timed, not judged (new where the revision lacks fn) with the reason."""
+        check = base.check(base_timing)
+        if base_timing is None:
+            absent = base.lookup.found is Found.ABSENT
+            verdict = Verdict.NEW if absent else Verdict.INCOMPARABLE
+            comparison = Comparison(verdict, reason=base.lookup.reason)
+            return replace(result, verdict=verdict, comparison=comparison, baseline_file=None, against=check)
+        context = JudgementContext(
+            threshold=self.settings.threshold,
+            alpha=self.settings.alpha,
+            host_threshold=self.settings.host_threshold,
+            planned_judgements=self._hooks.planned_judgements(device.name),
+            prior=self._hooks.noise_prior(device.name),
+        )
+        measured, there = timing.device_time, base_timing.device_time
+        if measured.method != there.method:
+            reason = f"{check.revision} timed with {there.method}, this code with {measured.method}"
+            comparison = Comparison(Verdict.INCOMPARABLE, reason=reason)
+        else:
+            comparison = judge_pair(
+                measured.round_locations_ms,
+                there.round_locations_ms,
+                context,
+                device=device.name,
+                method=measured.method,
+            )
+        return replace(
+            result,
+            verdict=comparison.verdict,
+            comparison=comparison,
+            baseline_ms=there.level_ms,
+            baseline_ci_ms=(min(there.round_locations_ms), max(there.round_locations_ms)),
+            baseline_file=None,
+            host_comparison=None,
+            against=check,
+        )
+
     def _placements(
         self,
         fn: Callable[..., Any],
         arguments: tuple[tuple[Any, ...], dict[str, Any]],
         saved: object,
         device: DeviceInfo,
+        rng: random.Random | None = None,
     ) -> Placements | None:
         """Each round's own memory placement, for a CUDA measurement with placement "fresh"."""
         if self.settings.placement != "fresh" or device.kind != "cuda" or not placement.usable(device.index):
@@ -579,7 +718,7 @@ class KernelBench:
         def bind(moved: Any) -> tuple[Callable[[], Any], Callable[[], object] | None]:
             return _bind(fn, moved[0], moved[1]), _restorer(moved, saved, self._hooks.fail, self.nodeid)
 
-        return Placements(arguments, bind, f"cuda:{device.index}")
+        return Placements(arguments, bind, f"cuda:{device.index}", rng=rng)
 
     def _ratio_check(self, timing: Timing, reference: Timing, device: DeviceInfo, limit: float) -> RatioCheck:
         measured, ref = timing.device_time, reference.device_time
@@ -736,7 +875,9 @@ class KernelBench:
             self._hooks.defer(
                 memory_message(result.label, result.device, result.memory, where) + f"  {UPDATE_HINT}"
             )
-        if Failure.SLOWER in found:
+        if Failure.SLOWER in found and result.against is not None:
+            self._hooks.defer(against_message(result))
+        elif Failure.SLOWER in found:
             assert baseline is not None
             assert result.median_ms is not None
             # The headline's figures (regression_message): one ratio for the verdict and the diagnosis.
@@ -792,20 +933,24 @@ def _environment(timing: Timing, device: DeviceInfo) -> dict[str, str]:
     return environment
 
 
-def _interleaved(timer: Timer, fn: Target, reference: Target, plan: SamplingPlan) -> tuple[Timing, Timing]:
-    """fn and its reference in alternating single rounds (round i of fn, then round i of the
-    reference), so that drift over the measurement hits both alike; the reference prefers fn's method.
-    Whether another pair is drawn (a placement-sensitive fn) is decided here, on fn's rounds so far,
-    so both always have as many rounds; each single round is exactly one."""
+def _interleaved(timer: Timer, fn: Target, other: Target, plan: SamplingPlan) -> tuple[Timing, Timing]:
+    """fn and another function (its reference, or its counterpart at another revision) in
+    alternating single rounds, fn first in even pairs and the other first in odd ones, so that
+    drift over the measurement and any advantage of going first or second hit both alike; the other
+    prefers fn's method. Whether another pair is drawn (a placement-sensitive fn) is decided here, on
+    fn's rounds so far, so both always have as many rounds; each single round is exactly one."""
     fn_rounds: list[Timing] = []
-    ref_rounds: list[Timing] = []
+    other_rounds: list[Timing] = []
     single = replace(plan, rounds=1, max_rounds=None, known_round_sd=0.0)
     while plan.wants_more([t.device_time.round_locations_ms[-1] for t in fn_rounds]):
         one = replace(single, warm=bool(fn_rounds))
-        fn_rounds.append(timer.measure(fn, one))
-        ref_plan = replace(one, prefer_method=fn_rounds[0].device_time.method)
-        ref_rounds.append(timer.measure(reference, ref_plan))
-    return merge_rounds(fn_rounds), merge_rounds(ref_rounds)
+        if len(fn_rounds) % 2 == 0:
+            fn_rounds.append(timer.measure(fn, one))
+        method = fn_rounds[0].device_time.method
+        other_rounds.append(timer.measure(other, replace(one, prefer_method=method)))
+        if len(fn_rounds) < len(other_rounds):
+            fn_rounds.append(timer.measure(fn, one))
+    return merge_rounds(fn_rounds), merge_rounds(other_rounds)
 
 
 def throttling_of(timing: Timing, baseline: BaselineEntry | None = None) -> Throttling | None:
@@ -826,6 +971,9 @@ def throttling_of(timing: Timing, baseline: BaselineEntry | None = None) -> Thro
 
 def _not_judged(result: BenchResult, path: Path, cache: str) -> str:
     comparison = result.comparison
+    if result.against is not None:
+        reason = comparison.reason if comparison else ""
+        return f"{result.label} on {result.device} not judged against {result.against.revision}: {reason}"
     if result.verdict is Verdict.NEW:
         return (
             f"no baseline for {result.label} on {result.device} ({cache} cache) in {path}; record one with "
@@ -935,4 +1083,23 @@ def regression_message(
         f"  method: {result.method}, {result.cache} cache; baseline: {path} (recorded {baseline.recorded}).\n"
         + "".join(f"  {line}\n" for line in details)
         + f"  {UPDATE_HINT}"
+    )
+
+
+def against_message(result: BenchResult) -> str:
+    """A slowdown against --kernelperf-against's revision: both levels, the paired evidence."""
+    comparison, check = result.comparison, result.against
+    assert comparison is not None and check is not None
+    assert result.median_ms is not None and check.median_ms is not None
+    threshold = comparison.threshold or 0.0
+    answers = f"; answers {check.answers}" if check.answers else ""
+    placed = ", each pair at one memory placement" if result.placements else ""
+    return (
+        f"performance regression in {result.label} on {result.device}: "
+        f"{result.median_ms:.4g} ms vs {check.median_ms:.4g} ms at {check.revision} "
+        f"({comparison.change_pct:+.1f}%, practical floor {threshold * 100:g}%).\n"
+        f"  evidence: {comparison.evidence()}.\n"
+        f"  method: {result.method}, {result.cache} cache; both timed in this process in "
+        f"{len(check.rounds_ms)} paired rounds{placed}; {check.where} loaded from {check.commit}{answers}.\n"
+        f"  If the change is intended, it needs no baseline: the comparison is with {check.revision}."
     )

@@ -93,6 +93,13 @@ def _choice(choices: tuple[str, ...]) -> Callable[[Any], str]:
     return parse
 
 
+def _revision(value: Any) -> str:
+    text = str(value).strip()
+    if not text or text.startswith("-"):
+        raise ValueError(f"expected a git revision such as origin/main, a tag or a commit, got {value!r}")
+    return text
+
+
 def _path(value: Any) -> Path:
     text = str(value).strip()
     if not text:
@@ -155,6 +162,15 @@ OPTIONS: tuple[Option, ...] = (
         _bool,
         flag=True,
         name="--kernelperf-update-baselines",
+    ),
+    Option(
+        "against",
+        None,
+        "time each kernel_bench call against the same function at this git revision (origin/main, a "
+        "tag, a commit), both in this process in paired rounds, and judge the pair instead of the "
+        "stored baselines (implies --kernelperf)",
+        _revision,
+        ini=False,
     ),
     Option(
         "prune",
@@ -381,6 +397,7 @@ class Settings:
 
     compare: bool = DEFAULTS["compare"]
     update: bool = DEFAULTS["update"]
+    against: str | None = DEFAULTS["against"]
     prune: bool = DEFAULTS["prune"]
     strict: bool = DEFAULTS["strict"]
     threshold: float = DEFAULTS["threshold"]
@@ -505,6 +522,13 @@ def resolve(
             source[option.field] = f"{option.ini_name} in {ini_file}"
             values[option.field] = _parse(option, raw_ini, source[option.field])
     _one_mode(values, given_on_cli)
+    if values.get("against") is not None:
+        if values.get("update"):
+            raise SettingsError(
+                "--kernelperf-against judges this code against another revision and records nothing; "
+                "it cannot be combined with --kernelperf-update-baselines"
+            )
+        values["compare"] = True
     settings = Settings(**values)
     _sampling_window(settings, source["min_time"], source["max_time"])
     if settings.prune and not settings.update:

@@ -27,7 +27,7 @@ DOC = PACKAGE.parent / "docs" / "architecture.md"
 
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("model/",),
-    ("__init__.py", "formatting.py", "ids.py", "atomic.py", "tensors.py", "call_arguments.py"),
+    ("__init__.py", "formatting.py", "ids.py", "atomic.py", "tensors.py", "call_arguments.py", "revision/"),
     ("verdict/", "correctness.py"),
     ("measure/",),
     ("profiling/",),

@@ -166,6 +166,38 @@ class RatioCheck:
         return f"{self.ratio:#.3g}x {'>' if self.ratio > self.max_ratio else '<='} {self.max_ratio:g}"
 
 
+class Found(str, enum.Enum):
+    """What `--kernelperf-against` found of fn at the revision (revision/loader.py)."""
+
+    SAME_NAME = "found"  # the revision has the function, under the same module and name
+    ABSENT = "absent"  # the revision lacks the module or the name: the function is new
+    UNLOADABLE = "unloadable"  # the revision's module cannot be imported, or fn cannot be named
+    OUTSIDE = "outside"  # fn is not code of this repository (torch's own): nothing to compare
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class RevisionCheck:
+    """fn against the same function at another git revision, both timed in this process in paired
+    rounds (`--kernelperf-against REF`); times per call, in milliseconds."""
+
+    revision: str  # how reports name it: "origin/main (1a2b3c4d5e)"
+    commit: str
+    found: Found
+    where: str = ""  # fn's module and name: "example_kernels.gelu:triton_gelu"
+    reason: str = ""  # why there is no counterpart to time
+    median_ms: float | None = None  # the revision's level: the geometric mean of its rounds
+    rounds_ms: tuple[float, ...] = ()
+    method: str | None = None
+    answers: str = ""  # how the two answers compare: identical, within tolerance, or how they differ
+
+    @property
+    def timed(self) -> bool:
+        return self.median_ms is not None
+
+
 def allowed_growth(baseline_bytes: int, threshold: float) -> int:
     """The device memory growth over a baseline that still passes: threshold x baseline, at least
     MEMORY_FLOOR_BYTES."""
@@ -292,6 +324,9 @@ class BenchResult:
     # measured, e.g. on a CPU), and the seconds of the call's phases (None: from an older run file).
     memory: MemoryCheck | None = None
     cost: CallCost | None = None
+    # The same function at another revision, timed beside this one (--kernelperf-against); with it
+    # `baseline_ms` and `comparison` are the revision's level and the paired judgement.
+    against: RevisionCheck | None = None
 
     @property
     def label(self) -> str:

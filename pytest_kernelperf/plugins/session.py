@@ -18,6 +18,7 @@ from pytest_kernelperf.measure.timing import Timer
 from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, split_nodeid
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.model.result import BenchResult
+from pytest_kernelperf.plugins.against import AgainstRevision
 from pytest_kernelperf.plugins.progress import Progress
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
 from pytest_kernelperf.results.cost import RunClock
@@ -47,6 +48,7 @@ class KernelperfSession:
         later_recording: bool = False,
         peak_memory: Callable[[MemoryRequest], MemoryReading | None] | None = None,
         progress: Progress | None = None,
+        against: AgainstRevision | None = None,
     ) -> None:
         self.settings = settings
         self.store = BaselineStore(settings.baseline_dir, replace_unreadable=settings.replace_unreadable)
@@ -66,6 +68,7 @@ class KernelperfSession:
         self.progress = progress  # long steps said on the terminal (the main process only)
         if progress is not None:
             progress.timed_run = settings.timing
+        self.against = against  # --kernelperf-against: the revision's code
         self.clock = RunClock()  # where the run's time goes (results/cost.py), from the process's start
 
     def bench(self, nodeid: str, marker_kwargs: dict[str, Any] | None, device: str) -> KernelBench:
@@ -86,6 +89,8 @@ class KernelperfSession:
             past_rounds=self.past_rounds,
             peak_memory=self._peak_memory or (lambda request: None),
             progress=self.progress.step if self.progress is not None else (lambda what: nullcontext()),
+            revision=self.against.revision if self.against is not None else None,
+            find_at_revision=self.against.find if self.against is not None else None,
         )
         return KernelBench(
             nodeid=nodeid,
@@ -154,6 +159,8 @@ class KernelperfSession:
                 entries.extend((module, key, entry) for key, entry in found.items() if key.device == device)
             prior = noise_priors((device, entry) for _, _, entry in entries).get(device, NoisePrior())
             m = planned_judgements(((module, key) for module, key, _ in entries), planned, device)
+            if self.against is not None:  # every planned test is judged, with or without a baseline
+                m = max(m, len(planned))
             self._baseline_sets[device] = (prior, m)
         return self._baseline_sets[device]
 

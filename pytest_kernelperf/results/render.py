@@ -115,6 +115,7 @@ COLUMNS = (
     "Method",
     "Time (ms)",
     "Rounds",
+    "Base (ms)",
     "Baseline",
     "Change",
     "Ref (ms)",
@@ -140,7 +141,8 @@ def verdict_text(result: BenchResult) -> str:
     elif (
         result.comparison is not None
         and result.comparison.reason
-        and result.verdict not in (Verdict.SAME, Verdict.NEW)  # NEW's reason is one footnote
+        # NEW's reason is one footnote, but for the revision's: what it lacks
+        and (result.verdict not in (Verdict.SAME, Verdict.NEW) or result.against is not None)
     ):
         text += f" ({result.comparison.reason})"
     return text
@@ -168,11 +170,13 @@ def ratio_cell(result: BenchResult) -> Cell:
 def row_cells(label: str, result: BenchResult, peaks: Mapping[str, Peak]) -> dict[str, Cell]:
     fig = figures(result, peaks.get(result.device))
     style = VERDICT_STYLE.get(result.verdict, "")
+    against = result.against
     return {
         "Method": Cell(label),
         "Time (ms)": Cell(_ms(result.median_ms)),
         "Rounds": Cell(f"{result.ci_ms[0]:.4g}-{result.ci_ms[1]:.4g}" if result.ci_ms else ""),
-        "Baseline": Cell(_ms(result.baseline_ms) if result.baseline_ms is not None else ""),
+        "Base (ms)": Cell(_ms(against.median_ms) if against and against.timed else ""),
+        "Baseline": Cell(_ms(result.baseline_ms) if result.baseline_ms is not None and not against else ""),
         "Change": Cell(change_text(result.change_pct), style),
         "Ref (ms)": Cell(_ms(result.ratio.reference_median_ms) if result.ratio else ""),
         "Ratio": ratio_cell(result),
@@ -260,13 +264,29 @@ def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | Non
         lines.append(((INFERRED_NOTE, "dim"),))
     if _any_in_cache(results, peaks or {}):
         lines.append(((CACHE_NOTE, "dim"),))
-    if any(r.verdict is Verdict.NEW for r in results):
+    if any(r.verdict is Verdict.NEW and r.against is None for r in results):
         lines.append(((NEW_NOTE, "dim"),))
+    lines.extend(((line, "dim"),) for line in against_lines(results))
     lines.extend(((line, "warn"),) for line in host_lines(results))
     lines.extend(((line, "warn"),) for line in shift_lines(results))
     overall = totals(results)
     worst = "bad" if any(_failing(r) for r in results) else ""
     lines.append((("kernelperf: ", "bold"), (overall, worst or "bold")))
+    return lines
+
+
+def against_lines(results: Sequence[BenchResult]) -> list[str]:
+    """What "Base (ms)" and "Change" mean in a --kernelperf-against run, and answers that changed."""
+    revisions = dict.fromkeys(r.against.revision for r in results if r.against is not None)
+    placed = " (each pair at one memory placement)" if any(r.placements for r in results) else ""
+    lines = [
+        f"Base (ms): the same function at {revision}, timed in this process in rounds paired with "
+        f"this code's{placed}; Change and Verdict judge the pair"
+        for revision in revisions
+    ]
+    for result in results:
+        if result.against is not None and result.against.answers.startswith("differs"):
+            lines.append(f"{result.label}: the answer changed against {result.against.revision}")
     return lines
 
 
@@ -284,7 +304,10 @@ def shift_lines(results: Sequence[BenchResult]) -> list[str]:
     judged = [
         (r.device, r.label, r.comparison.ratio)
         for r in results
-        if r.comparison is not None and r.comparison.ratio is not None and r.baseline_ms is not None
+        if r.comparison is not None
+        and r.comparison.ratio is not None
+        and r.baseline_ms is not None
+        and r.against is None  # a pair in one process says nothing of the device
     ]
     thresholds = [
         r.comparison.threshold for r in results if r.comparison and r.comparison.threshold is not None
@@ -414,8 +437,10 @@ def markdown(
         lines.extend([INFERRED_NOTE.replace("* ", "\\* ", 1), ""])
     if _any_in_cache(results, peaks or {}):
         lines.extend([CACHE_NOTE, ""])
-    if any(r.verdict is Verdict.NEW for r in results):
+    if any(r.verdict is Verdict.NEW and r.against is None for r in results):
         lines.extend([NEW_NOTE.replace("--", "`--", 1) + "`", ""])
+    for line in against_lines(results):
+        lines.extend([_md(line), ""])
     for line in (*host_lines(results), *shift_lines(results)):
         lines.extend([_md(line), ""])
     if peaks or environment:

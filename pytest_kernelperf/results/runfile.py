@@ -31,8 +31,10 @@ from pytest_kernelperf.model.result import (
     BenchResult,
     CallCost,
     Comparison,
+    Found,
     MemoryCheck,
     RatioCheck,
+    RevisionCheck,
     Throttling,
     Verdict,
 )
@@ -207,6 +209,22 @@ def _ratio(check: RatioCheck | None) -> dict[str, Any] | None:
     }
 
 
+def _against(check: RevisionCheck | None) -> dict[str, Any] | None:
+    if check is None:
+        return None
+    return {
+        "revision": check.revision,
+        "commit": check.commit,
+        "found": str(check.found),
+        "where": check.where,
+        "reason": _escaped(check.reason),  # may quote an exception's text
+        "median_ms": check.median_ms,
+        "rounds_ms": list(check.rounds_ms),
+        "method": check.method,
+        "answers": _escaped(check.answers),
+    }
+
+
 def result_to_dict(result: BenchResult, peak: Peak | None = None) -> dict[str, Any]:
     timed = result.method is not None or result.median_ms is not None or result.samples_ms
     host = result.host_method is not None or result.host_median_ms is not None
@@ -251,6 +269,7 @@ def result_to_dict(result: BenchResult, peak: Peak | None = None) -> dict[str, A
         "comparison": _comparison(result.comparison),
         "host_comparison": _comparison(result.host_comparison),
         "reference": _ratio(result.ratio),
+        "against": _against(result.against),
         "throughput": {
             "bytes": result.bytes,
             "bytes_inferred": result.bytes_inferred,
@@ -551,6 +570,25 @@ def _ratio_from(reader: _Reader | None) -> RatioCheck | None:
     )
 
 
+def _against_from(reader: _Reader | None) -> RevisionCheck | None:
+    if reader is None:
+        return None
+    found = reader.req_text("found")
+    if found not in {str(f) for f in Found}:
+        raise reader.fail("found", f"expected one of {', '.join(map(str, Found))}, got {found!r}")
+    return RevisionCheck(
+        revision=reader.req_text("revision"),
+        commit=reader.req_text("commit"),
+        found=Found(found),
+        where=reader.text("where", optional=True) or "",
+        reason=reader.text("reason", optional=True) or "",
+        median_ms=reader.number("median_ms", optional=True),
+        rounds_ms=reader.numbers("rounds_ms", optional=True) or (),
+        method=reader.text("method", optional=True),
+        answers=reader.text("answers", optional=True) or "",
+    )
+
+
 def result_from_dict(data: Any, source: str = "<json>", where: str = "result") -> BenchResult:
     """A result from `result_to_dict`'s encoding: a run file's, or one sent by another process."""
     reader = _Reader(data, source, where)
@@ -599,6 +637,7 @@ def result_from_dict(data: Any, source: str = "<json>", where: str = "result") -
         wall_s=wall_s,
         bytes_inferred=throughput.flag("bytes_inferred") if throughput else False,
         ratio=_ratio_from(reader.child("reference", optional=True)),
+        against=_against_from(reader.child("against", optional=True)),
         baseline_ci_ms=baseline.pair("ci_ms", optional=True) if baseline else None,
         entry=entry,
         device_index=reader.whole("device_index", optional=True),

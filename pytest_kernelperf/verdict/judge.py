@@ -354,6 +354,45 @@ def paired_test(
     )
 
 
+def judge_paired(
+    current_ms: Sequence[float],
+    base_ms: Sequence[float],
+    *,
+    device: str,
+    method: str,
+    threshold: float,
+    alpha: float,
+    planned_judgements: int = 1,
+    prior: prior_mod.NoisePrior | None = None,
+) -> Comparison:
+    """The verdict on rounds paired with rounds of another version timed in the same process
+    (round i of each at the same placement): the paired test of their log ratios against no
+    change, with the same rule as `judge`: "slower" needs the evidence at alpha / m AND the ratio
+    beyond the practical floor. No between-process part: both sides share the process."""
+    planned = max(1, planned_judgements)
+    test = paired_test(current_ms, base_ms, device, method, 1.0, alpha / planned, prior)
+    slower = test.p_slower < test.level and test.ratio > 1 + threshold
+    faster = test.p_faster < test.level and test.ratio < 1 / (1 + threshold)
+    verdict = Verdict.SLOWER if slower else Verdict.FASTER if faster else Verdict.SAME
+    beyond = verdict is Verdict.SAME and test.ratio > 1 + threshold
+    return Comparison(
+        verdict,
+        ratio=test.ratio,
+        p_value=test.p_faster if test.ratio < 1 else test.p_slower,
+        reason="beyond the threshold, not significant" if beyond else "",
+        ratio_ci=test.ratio_ci,
+        level=test.level,
+        noise_sd=test.sd,
+        noise_source=test.source,
+        detectable=max(test.detectable, threshold),
+        rounds=len(current_ms),
+        baseline_rounds=len(base_ms),
+        threshold=threshold,
+        alpha=alpha,
+        planned_judgements=planned,
+    )
+
+
 _THRESHOLD = re.compile(r"^\s*(?P<num>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(?P<pct>%?)\s*$")
 _EXPECTED = "expected a fraction such as 0.05 or a percentage such as 5%"
 

@@ -8,7 +8,8 @@ A pytest run (kernel_bench.py), saved-run compare (results/saved_runs.py) and bi
 * `PastRuns`: which past runs in the run history teach a kernel's between-process noise;
 * `noise_priors` pools the prior from a baseline set, `planned_judgements` counts m: one rule each;
 * `judge_measurement` judges a measurement's stored metrics (device time and host latency) against
-  its baseline entry;
+  its baseline entry; `judge_pair` judges its rounds against another revision's, timed in the same
+  process (`--kernelperf-against`);
 * `failures` says why a judged result fails, if it does.
 
 Pure logic: no torch, no pytest.
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord
 from pytest_kernelperf.model.device import CARD_KEY
 from pytest_kernelperf.model.result import NOT_JUDGED, BenchResult, Comparison, Throttling, Verdict
-from pytest_kernelperf.verdict.judge import Rounds, judge
+from pytest_kernelperf.verdict.judge import Rounds, judge, judge_paired
 from pytest_kernelperf.verdict.noise import HISTORY_MAX_RUNS
 from pytest_kernelperf.verdict.prior import NoisePrior
 
@@ -141,6 +142,28 @@ def judge_measurement(
             **common,  # type: ignore[arg-type]
         )
     return comparison, host
+
+
+def judge_pair(
+    current_ms: Sequence[float],
+    base_ms: Sequence[float],
+    context: JudgementContext,
+    *,
+    device: str,
+    method: str,
+) -> Comparison:
+    """Device time against another version of the code timed in the same process, round for
+    round (`--kernelperf-against`): the paired judgement, at the run's threshold and level."""
+    return judge_paired(
+        current_ms,
+        base_ms,
+        device=device,
+        method=method,
+        threshold=context.threshold,
+        alpha=context.alpha,
+        planned_judgements=context.planned_judgements,
+        prior=context.prior,
+    )
 
 
 class Failure(str, enum.Enum):

@@ -1,0 +1,243 @@
+"""--kernelperf-against REF: each kernel timed beside the same function at REF, in this process, in
+paired rounds; the pair judged instead of the stored baselines. Scripted times: a function's
+`fake_ms` at REF is whatever REF's source says."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+from conftest import SUBPROCESS_ARGS, git_run
+
+from pytest_kernelperf.model.result import Found, Verdict
+from pytest_kernelperf.results import runfile
+
+CONFTEST = """
+import pytest
+from pytest_kernelperf.testing import ScriptedTimer
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_kernelperf_make_timer(config, settings, device):
+    return ScriptedTimer(round_sd=0.003)
+"""
+
+# A package with a relative import: REF's function must see REF's constant.
+OPS = """
+from .consts import SCALE
+
+def double(x):
+    return x * SCALE
+
+double.fake_ms = {double_ms}
+
+def steady(x):
+    return x + 1
+
+steady.fake_ms = 0.05
+"""
+
+TESTS = """
+import torch
+from kern.ops import double, steady
+
+def test_double(kernel_bench):
+    kernel_bench(double, torch.ones(8), reference=lambda x: x * 2)
+
+def test_steady(kernel_bench):
+    kernel_bench(steady, torch.ones(8), reference=lambda x: x + 1)
+"""
+
+
+@pytest.fixture
+def repo(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repository whose HEAD has kern/ (double at 0.02 ms) and the tests; the work tree as HEAD."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    root = pytester.path
+    pytester.makeconftest(CONFTEST)
+    (root / "kern").mkdir()
+    (root / "kern" / "__init__.py").write_text("")
+    (root / "kern" / "consts.py").write_text("SCALE = 2\n")
+    (root / "kern" / "ops.py").write_text(OPS.format(double_ms=0.02))
+    (root / "test_ops.py").write_text(TESTS)
+    # What pytester and the runs write beside the code.
+    (root / ".gitignore").write_text(
+        ".kernelperf/\n__pycache__/\n*.json\nstdout\nstderr\nrunpytest-current\n"
+    )
+    git_run(root, "init", "-q")
+    git_run(root, "add", "-A")
+    git_run(root, "commit", "-qm", "base")
+    return root
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("-p", "no:cacheprovider", "--kernelperf-json=run.json", *args)
+
+
+def results(pytester: pytest.Pytester) -> dict[str, dict]:
+    data = json.loads((pytester.path / "run.json").read_text())
+    return {r["nodeid"].split("::")[-1]: r for r in data["results"]}
+
+
+def test_a_slower_function_fails_against_its_base_and_the_same_one_passes(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    (repo / "kern" / "ops.py").write_text(OPS.format(double_ms=0.021))  # +5% in the work tree
+    result = run(pytester, "--kernelperf-against", "HEAD")
+    result.assert_outcomes(failed=1, passed=1)
+    head = git_run(repo, "rev-parse", "HEAD").strip()
+    text = result.stdout.str()
+    assert re.search(rf"vs 0\.020\d* ms at HEAD \({head[:10]}\) \(\+[45]\.\d%", text), text
+    assert f"kern.ops:double loaded from {head}; answers identical" in text
+    assert "Base (ms)" in text and "Baseline" not in text
+    found = results(pytester)
+    double, steady = found["test_double"], found["test_steady"]
+    assert (double["verdict"], steady["verdict"]) == ("slower", "same")
+    assert double["against"]["commit"] == head and double["against"]["found"] == "found"
+    assert double["against"]["median_ms"] == pytest.approx(0.02, rel=0.01)
+    assert len(double["against"]["rounds_ms"]) == len(double["device_time"]["rounds_ms"])
+    assert double["comparison"]["ratio"] == pytest.approx(1.05, rel=0.01)
+    # The stored baselines play no part: none were read, none written.
+    assert not (repo / "baselines").exists()
+    # The run file keeps the pair.
+    again = runfile.load(repo / "run.json").results
+    by_test = {r.nodeid.split("::")[-1]: r for r in again}
+    assert by_test["test_double"].against is not None
+    assert by_test["test_double"].against.found is Found.SAME_NAME
+    assert by_test["test_double"].verdict is Verdict.SLOWER
+
+
+def test_the_revisions_own_modules_are_used_and_the_processs_stay(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    """REF's `double` multiplies by REF's SCALE (2); the work tree's by 3: the answers differ, which
+    is said (a warning and the JSON) but does not fail the test, whose reference decides."""
+    (repo / "kern" / "consts.py").write_text("SCALE = 3\n")
+    (repo / "test_ops.py").write_text(TESTS.replace("lambda x: x * 2", "lambda x: x * 3"))
+    result = run(pytester, "--kernelperf-against", "HEAD")
+    result.assert_outcomes(passed=2)
+    answers = results(pytester)["test_double"]["against"]["answers"]
+    assert answers.startswith("differs: mismatch in output"), answers
+    assert "the answer changed against HEAD" in result.stdout.str()
+
+
+def test_a_function_the_revision_lacks_is_new_and_strict_fails_it(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    (repo / "kern" / "extra.py").write_text("def triple(x):\n    return x * 3\n\ntriple.fake_ms = 0.01\n")
+    (repo / "test_extra.py").write_text(
+        "import torch\nfrom kern.extra import triple\n\n"
+        "def test_triple(kernel_bench):\n    kernel_bench(triple, torch.ones(8), reference=lambda x: x * 3)\n"
+    )
+    result = run(pytester, "--kernelperf-against", "HEAD", "test_extra.py")
+    result.assert_outcomes(passed=1)
+    found = results(pytester)["test_triple"]
+    assert found["verdict"] == "new" and found["against"]["found"] == "absent"
+    assert "has no kern/extra.py" in found["comparison"]["reason"]
+    assert "has no kern/extra.py" in result.stdout.str()  # the verdict cell says why
+
+    strict = run(pytester, "--kernelperf-against", "HEAD", "--kernelperf-strict", "test_extra.py")
+    strict.assert_outcomes(failed=1)
+
+
+def test_a_module_that_does_not_import_at_the_revision_is_named_with_the_reason(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    (repo / "kern" / "consts.py").write_text("SCALE = (\n")  # a syntax error at REF
+    git_run(repo, "commit", "-qam", "broken")
+    (repo / "kern" / "consts.py").write_text("SCALE = 2\n")
+    result = run(pytester, "--kernelperf-against", "HEAD", "-W", "ignore::UserWarning")
+    result.assert_outcomes(passed=2)
+    found = results(pytester)
+    for test in ("test_double", "test_steady"):
+        assert found[test]["verdict"] == "incomparable"
+        assert found[test]["against"]["found"] == "unloadable"
+        assert "kern.ops cannot be imported from HEAD" in found[test]["comparison"]["reason"]
+        assert "SyntaxError" in found[test]["comparison"]["reason"]
+
+
+def test_a_function_from_outside_the_repository_is_not_compared(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    (repo / "test_torch.py").write_text(
+        "import torch\nfrom torch.nn.functional import relu\n\nrelu.fake_ms = 0.01\n\n"
+        "def test_neg(kernel_bench):\n    kernel_bench(relu, torch.ones(8), reference=lambda x: x)\n"
+    )
+    result = run(pytester, "--kernelperf-against", "HEAD", "test_torch.py", "-W", "ignore::UserWarning")
+    result.assert_outcomes(passed=1)
+    found = results(pytester)["test_neg"]
+    assert found["against"]["found"] == "outside"
+    assert "outside the repository" in found["comparison"]["reason"]
+
+
+def _state(repo: Path) -> str:
+    """Everything of the user's repository that a run must leave alone."""
+    index = hashlib.sha256((repo / ".git" / "index").read_bytes()).hexdigest()
+    parts = [
+        git_run(repo, "status", "--porcelain", "--ignored=no"),
+        git_run(repo, "worktree", "list", "--porcelain"),
+        git_run(repo, "branch", "-a", "-v"),
+        git_run(repo, "stash", "list"),
+        index,
+    ]
+    return "\n".join(parts)
+
+
+def test_the_users_tree_index_branches_and_worktrees_stay_as_they_were(
+    pytester: pytest.Pytester, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (repo / "kern" / "ops.py").write_text(OPS.format(double_ms=0.021))
+    git_run(repo, "add", "kern/ops.py")  # staged, and more changes on top
+    (repo / "kern" / "consts.py").write_text("SCALE = 2  # touched\n")
+    before = _state(repo)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    run(pytester, "--kernelperf-against", "HEAD~0").assert_outcomes(failed=1, passed=1)
+    assert _state(repo) == before
+    assert list(tmp_path.glob("kernelperf-*")) == []  # the exported files are gone
+
+
+def test_an_interrupted_run_removes_the_revisions_files(
+    pytester: pytest.Pytester, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (repo / "test_ops.py").write_text(
+        TESTS
+        + "\ndef test_stop(kernel_bench):\n    kernel_bench(steady, torch.ones(8))\n"
+        + "    raise KeyboardInterrupt\n"
+    )
+    before = _state(repo)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    # In a process of its own: an interrupt in an in-process run would stop this one too.
+    result = pytester.runpytest_subprocess(*SUBPROCESS_ARGS, "--kernelperf-against", "HEAD")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert _state(repo) == before
+    assert list(tmp_path.glob("kernelperf-*")) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("--kernelperf-against", "no-such-branch"), "'no-such-branch' is not a commit of the repository"),
+        (("--kernelperf-against", "HEAD", "--kernelperf-update-baselines"), "cannot be combined"),
+        (("--kernelperf-against=--oops",), "--kernelperf-against: expected a git revision"),
+    ],
+)
+def test_a_bad_revision_stops_the_run_naming_the_option(
+    pytester: pytest.Pytester, repo: Path, args: tuple[str, ...], expected: str
+) -> None:
+    result = run(pytester, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert expected in result.stderr.str()
+    assert "--kernelperf-against" in result.stderr.str() or "kernelperf-against" in " ".join(args)
+
+
+def test_outside_a_git_repository_the_option_says_so(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--kernelperf-against", "HEAD")
+    if result.ret == pytest.ExitCode.OK:  # the temporary folder lies inside a repository
+        pytest.skip("pytester's folder is inside a git repository here")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "is not inside a git repository" in result.stderr.str()
