@@ -9,6 +9,7 @@ import json
 import re
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import SUBPROCESS_ARGS, git_run
@@ -77,7 +78,7 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest("-p", "no:cacheprovider", "--kernelperf-json=run.json", *args)
 
 
-def results(pytester: pytest.Pytester) -> dict[str, dict]:
+def results(pytester: pytest.Pytester) -> dict[str, Any]:
     data = json.loads((pytester.path / "run.json").read_text())
     return {r["nodeid"].split("::")[-1]: r for r in data["results"]}
 
