@@ -15,7 +15,16 @@ from reportkit import KERNELS, RATIO, mixed_verdicts, setup, times
 from pytest_kernelperf.model.baseline import BaselineEntry, MetricRecord
 from pytest_kernelperf.model.call import DYNAMIC, CompileContext, KernelRecord, TensorInput
 from pytest_kernelperf.model.device import DeviceInfo, Peak
-from pytest_kernelperf.model.result import BenchResult, CallCost, Comparison, MemoryCheck, RatioCheck, Verdict
+from pytest_kernelperf.model.result import (
+    BenchResult,
+    CallCost,
+    Comparison,
+    Found,
+    MemoryCheck,
+    RatioCheck,
+    RevisionCheck,
+    Verdict,
+)
 from pytest_kernelperf.results import runfile
 from pytest_kernelperf.results.cost import RunCost
 
@@ -100,8 +109,9 @@ def test_json_matches_the_documented_schema_and_reads_back(project: Project) -> 
     seen: set[str] = set()
     check_object(data, "", documented(), seen)
     # Every documented object occurred at least once (host latency, kernel inventories and device
-    # memory are CUDA-only).
+    # memory are CUDA-only; the revision of --kernelperf-against is tests/test_against.py's).
     assert set(documented()) - seen <= {
+        "results[].against",
         "results[].host_latency",
         "results[].baseline_entry.kernels[]",
         "results[].baseline_entry.compile_context",
@@ -196,6 +206,17 @@ def full_result() -> BenchResult:
         wall_s=0.4,
         bytes_inferred=True,
         ratio=RatioCheck("cupti", 0.25, (0.24, 0.26), (0.24, 0.25, 0.26), 2.05, 1.1, 1e-12, 0.01, True),
+        against=RevisionCheck(
+            "origin/main (1a2b3c4d5e)",
+            "1a2b3c4d5e" + "0" * 30,
+            Found.SAME_NAME,
+            "kernels.gelu:triton_gelu",
+            "",
+            0.4,
+            (0.39, 0.4, 0.41),
+            "cupti",
+            "within tolerance",
+        ),
         baseline_ci_ms=(0.39, 0.41),
         entry=BaselineEntry(
             record,
