@@ -29,7 +29,10 @@ def src_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
         "from .helpers import FACTOR\n\n"
         "def scale(x):\n    return x * FACTOR\n\n"
         "class Kernels:\n    @staticmethod\n    def shift(x):\n        return x + FACTOR\n\n"
-        "unnamed = [lambda x: x]\n"
+        "unnamed = [lambda x: x]\n\n"
+        # Imports made when called, as example_kernels' Triton GELU makes one.
+        "def lazy_relative(x):\n    from .helpers import FACTOR as factor\n\n    return x * factor\n\n"
+        "def lazy_absolute(x):\n    import pkg.helpers\n\n    return x * pkg.helpers.FACTOR\n"
     )
     git_run(repo, "init", "-q")
     git_run(repo, "add", "-A")
@@ -60,6 +63,19 @@ def test_the_counterpart_uses_the_revisions_modules_and_the_process_keeps_its_ow
     assert shift.fn is not None and shift.fn(1) == 3 and shift.where == "pkg.kern:Kernels.shift"
     assert sys.modules["pkg.kern"] is kern and sys.modules["pkg.helpers"].FACTOR == 3
     assert code.find(kern.scale).fn is scale.fn  # the revision's module is loaded once
+
+
+def test_imports_made_inside_the_revisions_functions_get_the_revisions_modules(
+    src_layout: Path, tmp_path: Path
+) -> None:
+    from pkg import kern  # type: ignore[import-not-found]
+
+    code = code_at_head(src_layout, tmp_path)
+    relative, absolute = code.find(kern.lazy_relative).fn, code.find(kern.lazy_absolute).fn
+    assert relative is not None and absolute is not None
+    assert (relative(1), absolute(1)) == (2, 2)  # HEAD's FACTOR, called after the lookup
+    assert (kern.lazy_relative(1), kern.lazy_absolute(1)) == (3, 3)  # the work tree's
+    assert sys.modules["pkg.helpers"].FACTOR == 3
 
 
 def test_what_cannot_be_compared_says_why(src_layout: Path, tmp_path: Path) -> None:

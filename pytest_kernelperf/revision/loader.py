@@ -16,13 +16,17 @@ plugin) and imports a function makes only when called, after the lookup.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+from types import CodeType, ModuleType
 from typing import Any
 
 from pytest_kernelperf.model.result import Found
@@ -51,6 +55,10 @@ class RevisionCode:
         self._loaded: dict[str, ModuleType] = {}  # the revision's modules, by name
         self._failed: dict[str, str] = {}  # module name -> why the revision's cannot be imported
         self._inside: dict[str, Path | None] = {}  # module file -> its path in the repo (None: outside)
+        self._importing = 0  # imports of the revision's code in progress (sys.modules is its view)
+        # The builtins the revision's modules run with: an import made inside one of its functions,
+        # when called (`from .triton_gelu import run`), gets the revision's module too.
+        self.builtins = {**vars(builtins), "__import__": self._import}
 
     # -- public ------------------------------------------------------------------------------------
 
@@ -131,20 +139,70 @@ class RevisionCode:
             return problem
         return module
 
+    def _import(
+        self,
+        name: str,
+        globals: dict[str, Any] | None = None,  # builtins.__import__'s own parameter names
+        locals: Any = None,
+        fromlist: Any = (),
+        level: int = 0,
+    ) -> ModuleType:
+        """`__import__` for the revision's modules: a module of the repository is the revision's."""
+        real = builtins.__import__
+        if self._importing:  # sys.modules and sys.path are the revision's already
+            return real(name, globals, locals, fromlist, level)
+        absolute = name
+        if level:
+            package = (globals or {}).get("__package__") or ""
+            absolute = importlib.util.resolve_name("." * level + name, package)
+        if not self._ours(absolute):
+            return real(name, globals, locals, fromlist, level)
+        module = self._load(absolute)
+        if isinstance(module, str):
+            raise ImportError(module, name=absolute)
+        if fromlist:
+            for item in fromlist:
+                if item != "*" and not hasattr(module, item):
+                    self._load(f"{absolute}.{item}")  # a submodule (a missing name fails as usual)
+            return module
+        top = self._load(absolute.partition(".")[0]) if level == 0 else module
+        if isinstance(top, str):
+            raise ImportError(top, name=absolute)
+        return top
+
+    def _ours(self, name: str) -> bool:
+        """Whether `name` is a module of the repository, taken from the revision when imported."""
+        if name in self._loaded:
+            return True
+        top = name.partition(".")[0]
+        if top in SHARED_PACKAGES:
+            return False
+        module = sys.modules.get(name) or sys.modules.get(top)
+        if module is not None:
+            return self._repo_file(module) is not None
+        return any(loaded.partition(".")[0] == top for loaded in self._loaded)
+
     @contextlib.contextmanager
     def _as_revision(self) -> Iterator[None]:
         """sys.modules and sys.path as the revision's code expects them, for one import."""
-        own = {name: m for name, m in list(sys.modules.items()) if self._swapped(name, m)}
+        modules = list(sys.modules.items())
+        self._classify([m for _, m in modules])
+        own = {name: m for name, m in modules if self._swapped(name, m)}
         roots = self._roots(own)
         for name in own:
             del sys.modules[name]
         sys.modules.update(self._loaded)
         path = list(sys.path)
         sys.path[:0] = [str(self.base_top / root) for root in roots]
+        finder = _RevisionFinder(self.base_top, self.builtins)
+        sys.meta_path.insert(0, finder)
         importlib.invalidate_caches()
+        self._importing += 1
         try:
             yield
         finally:
+            self._importing -= 1
+            sys.meta_path.remove(finder)
             for name, module in list(sys.modules.items()):
                 where = _file(module)
                 if where is not None and where.is_relative_to(self.base_top):
@@ -180,14 +238,76 @@ class RevisionCode:
         where = _file(module)
         if where is None:
             return None
-        key = str(where)
-        if key not in self._inside:
-            inside = where.is_relative_to(self.top) and not where.is_relative_to(self.base_top)
-            relative = where.relative_to(self.top) if inside else None
-            if relative is not None and ignored(self.top, [where]):
-                relative = None
-            self._inside[key] = relative
-        return self._inside[key]
+        if str(where) not in self._inside:
+            self._classify([module])
+        return self._inside[str(where)]
+
+    def _classify(self, modules: list[ModuleType]) -> None:
+        """Says of each module's file, once, whether it is the repository's: one call of git for
+        all of them (a virtual environment inside the checkout holds thousands)."""
+        files = {str(where): where for where in map(_file, modules) if where is not None}
+        inside = []
+        for key, where in files.items():
+            if key in self._inside:
+                continue
+            if where.is_relative_to(self.top) and not where.is_relative_to(self.base_top):
+                inside.append(where)
+            else:
+                self._inside[key] = None
+        skipped = ignored(self.top, inside)
+        for where in inside:
+            self._inside[str(where)] = None if where in skipped else where.relative_to(self.top)
+
+
+class _RevisionFinder(importlib.abc.MetaPathFinder):
+    """Finds the revision's modules (in its folders, by the ordinary path finder) and has each
+    Python module run with the revision's builtins, whose import is the revision's."""
+
+    def __init__(self, base_top: Path, revision_builtins: dict[str, Any]) -> None:
+        self._base_top = base_top
+        self._builtins = revision_builtins
+
+    def find_spec(
+        self, fullname: str, path: Any = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is None or spec.origin is None:
+            return None
+        if not Path(spec.origin).resolve().is_relative_to(self._base_top):
+            return None
+        if isinstance(spec.loader, importlib.machinery.SourceFileLoader):
+            spec.loader = _RevisionLoader(spec.loader, self._builtins)
+        return spec
+
+
+class _RevisionLoader(importlib.abc.InspectLoader):
+    """A source loader whose modules run with the revision's builtins (set before their code runs:
+    a function keeps the builtins its module had when it was made)."""
+
+    def __init__(
+        self, loader: importlib.machinery.SourceFileLoader, revision_builtins: dict[str, Any]
+    ) -> None:
+        self._loader = loader
+        self._builtins = revision_builtins
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        module.__dict__["__builtins__"] = self._builtins
+        self._loader.exec_module(module)
+
+    def get_code(self, fullname: str) -> CodeType | None:
+        return self._loader.get_code(fullname)
+
+    def get_source(self, fullname: str) -> str | None:
+        return self._loader.get_source(fullname)
+
+    def is_package(self, fullname: str) -> bool:
+        return self._loader.is_package(fullname)
+
+    def get_filename(self, fullname: str) -> str:
+        return self._loader.get_filename(fullname)
 
 
 def _file(module: ModuleType | None) -> Path | None:
