@@ -16,6 +16,8 @@
 #                                                      # memory; scoring suite vs JUDGE_ONLY; memory growth
 #   OUT=out bash studies/gpu_session.sh cross-card     # committed example baselines judged on this card;
 #                                                      # the scoring suite against JUDGE_ONLY's baselines
+#   OUT=out bash studies/gpu_session.sh against        # A/A' of --kernelperf-against on the scoring suite,
+#                                                      # as many fresh processes as fit; then its figures
 # Everything lands under $OUT/work as it is measured and is packed into $OUT/<part>.tgz at the end (or
 # when a step runs out of time), with each step's last lines in $OUT/<part>.txt.
 set -u
@@ -121,6 +123,12 @@ final)
         --kernelperf-baseline-dir="$W/memory_baselines"
     step memory_growth "${MEMORY_LIMIT_S:-40}" env KERNELPERF_DEMO_WORKSPACE_MIB=64 python3 -m pytest --kernelperf \
         studies/demo/test_memory_growth.py $P --kernelperf-baseline-dir="$W/memory_baselines"
+    ;;
+against)
+    nvidia-smi -L | tee -a "$SUMMARY"
+    step against "${AGAINST_LIMIT_S:-480}" python3 studies/against_study.py --out "$W" \
+        --budget-s "${AGAINST_BUDGET_S:-400}"
+    step against_figures 60 python3 studies/against_study.py --analyse "$W/against"
     ;;
 history)
     step real_history "${HISTORY_LIMIT_S:-300}" python3 studies/history/real_history.py --out "$W" \
