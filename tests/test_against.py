@@ -242,3 +242,20 @@ def test_outside_a_git_repository_the_option_says_so(pytester: pytest.Pytester) 
         pytest.skip("pytester's folder is inside a git repository here")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "is not inside a git repository" in result.stderr.str()
+
+
+def test_the_history_keeps_the_pair_and_learns_no_noise_from_it(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    from pytest_kernelperf.history.store import HistoryStore, SeriesKey
+
+    run(pytester, "--kernelperf-against", "HEAD", "--kernelperf-history=h.sqlite").assert_outcomes(passed=2)
+    head = git_run(repo, "rev-parse", "HEAD").strip()
+    with HistoryStore(repo / "h.sqlite", read_only=True) as history:
+        rows = [m for m in history.measurements() if m["metric"] == "device_time"]
+        assert {m["against_commit"] for m in rows} == {head}
+        assert all(m["against_ms"] == pytest.approx(m["median_ms"], rel=0.02) for m in rows)
+        key = SeriesKey("test_ops.py::test_double", "", rows[0]["device"], "hot", "device_time")
+        # A verdict against another revision teaches nothing of the between-process noise of a
+        # judgement against the baseline.
+        assert history.recent_rounds(key, method="scripted", verdict="same", since="", limit=5) == []

@@ -341,6 +341,8 @@ EXPORT_COLUMNS = (
     "n",
     "rounds_ms",
     "reference_ratio",
+    "against_commit",
+    "against_ms",
     "bytes",
     "gb_per_s",
     "peak_gb_per_s",

@@ -116,6 +116,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             result TEXT NOT NULL
         )""",
     ),
+    # 3: a measurement judged against another revision in its own process (--kernelperf-against):
+    # that revision's commit and level, the pair kept together.
+    (
+        "ALTER TABLE measurements ADD COLUMN against_commit TEXT",
+        "ALTER TABLE measurements ADD COLUMN against_ms REAL",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -272,6 +278,8 @@ def _measurements(run: Mapping[str, Any]) -> Iterator[tuple[SeriesKey, dict[str,
         kernels = entry.get("kernels") if isinstance(entry.get("kernels"), list) else None
         autotune = result.get("autotune", entry.get("autotune"))
         reference = result.get("reference") if isinstance(result.get("reference"), dict) else {}
+        against = result.get("against") if isinstance(result.get("against"), dict) else {}
+        assert isinstance(against, dict)
         throughput = result.get("throughput") if isinstance(result.get("throughput"), dict) else {}
         assert isinstance(reference, dict) and isinstance(throughput, dict)
         device = str(result.get("device") or "")
@@ -303,6 +311,8 @@ def _measurements(run: Mapping[str, Any]) -> Iterator[tuple[SeriesKey, dict[str,
                 "autotune": None,
                 "reference_ratio": None,
                 "reference_ms": None,
+                "against_commit": None,
+                "against_ms": None,
                 "bytes": None,
                 "gb_per_s": None,
                 "peak_gb_per_s": None,
@@ -314,6 +324,9 @@ def _measurements(run: Mapping[str, Any]) -> Iterator[tuple[SeriesKey, dict[str,
                 row["autotune"] = None if autotune is None else _dumps(autotune)
                 row["reference_ratio"] = _number(reference.get("ratio"))
                 row["reference_ms"] = _number(reference.get("median_ms"))
+                if isinstance(against.get("commit"), str):
+                    row["against_commit"] = against["commit"]
+                    row["against_ms"] = _number(against.get("median_ms"))
                 nbytes = throughput.get("bytes")
                 if isinstance(nbytes, int) and not isinstance(nbytes, bool) and nbytes > 0 and median > 0:
                     row["bytes"] = nbytes
@@ -684,7 +697,8 @@ class HistoryStore:
             "SELECT m.rounds_ms FROM measurements m JOIN runs r ON r.id = m.run_id "
             "JOIN series s ON s.id = m.series_id "
             "WHERE s.test = ? AND s.name = ? AND s.device = ? AND s.cache = ? AND s.metric = ? "
-            "AND m.method = ? AND m.verdict = ? AND r.created >= ? "
+            # A verdict against another revision is no verdict against the baseline.
+            "AND m.method = ? AND m.verdict = ? AND r.created >= ? AND m.against_commit IS NULL "
             "ORDER BY r.created DESC, r.id DESC LIMIT ?",
             (key.test, key.name, key.device, key.cache, key.metric, method, verdict, since, limit),
         ).fetchall()
@@ -781,7 +795,8 @@ class HistoryStore:
         cursor = self.db.execute(
             "SELECT r.id, r.created, r.commit_sha, r.branch, s.test, s.name, s.device, s.cache, s.metric, "
             "m.verdict, m.method, m.median_ms, m.ci_low_ms, m.ci_high_ms, m.n, m.rounds_ms, m.quantiles_ms, "
-            "m.kernels, m.autotune, m.reference_ratio, m.reference_ms, m.bytes, m.gb_per_s, m.peak_gb_per_s, "
+            "m.kernels, m.autotune, m.reference_ratio, m.reference_ms, m.against_commit, m.against_ms, "
+            "m.bytes, m.gb_per_s, m.peak_gb_per_s, "
             "m.peak_fraction, m.artifacts FROM measurements m JOIN runs r ON r.id = m.run_id "
             "JOIN series s ON s.id = m.series_id "
             "ORDER BY r.created, r.id, s.test, s.name, s.device, s.cache, s.metric"
@@ -952,6 +967,8 @@ _ROW_FIELDS = (
     "autotune",
     "reference_ratio",
     "reference_ms",
+    "against_commit",
+    "against_ms",
     "bytes",
     "gb_per_s",
     "peak_gb_per_s",

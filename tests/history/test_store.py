@@ -139,6 +139,8 @@ def test_an_older_database_is_upgraded_and_keeps_its_runs(tmp_path: Path) -> Non
         old.append_run(rf.run([rf.result("t.py::test_a", 1.0)]))
     db = sqlite3.connect(path)
     db.execute("DROP TABLE analyses")  # back to version 1, with a run in it
+    db.execute("ALTER TABLE measurements DROP COLUMN against_commit")
+    db.execute("ALTER TABLE measurements DROP COLUMN against_ms")
     db.execute("PRAGMA user_version = 1")
     db.commit()
     db.close()
@@ -146,6 +148,9 @@ def test_an_older_database_is_upgraded_and_keeps_its_runs(tmp_path: Path) -> Non
         assert upgraded.schema_version == SCHEMA_VERSION
         assert upgraded.run_count() == 1
         assert upgraded.db.execute("SELECT COUNT(*) FROM analyses").fetchone()[0] == 0
+        assert upgraded.db.execute("SELECT against_commit, against_ms FROM measurements").fetchall() == [
+            (None, None)
+        ]
 
 
 def test_a_database_from_a_newer_version_is_refused(tmp_path: Path) -> None:
