@@ -8,6 +8,10 @@ The first bad commit is reported with what changed against the run before it (it
 that was timed, else GOOD's): generated code per kernel, kernel inventory, autotune choices and
 environment, as for the history's change points. The user's checkout is never touched.
 
+With `--paired`, GOOD is not timed on its own: each commit is timed beside GOOD's code in the same
+process (`pytest --kernelperf-against GOOD`) and bad when one of its paired judgements is slower;
+the between-process noise then plays no part.
+
 Exit status (`EXIT_*` below): 0 when a first bad commit was found; 1 when GOOD..BAD holds no
 slowdown; 2 for a usage or git error, or a GOOD (or BAD) that gives no result; 3 when a slowdown was
 found but git could not narrow it to one commit, because commits next to it could not be tested
@@ -188,6 +192,32 @@ def judge(good: Mapping[str, Any], candidate: Mapping[str, Any], threshold: floa
     return (1 if any(failed.values()) else 0), lines
 
 
+def judge_paired(candidate: Mapping[str, Any]) -> tuple[int, list[str]]:
+    """(exit status for git bisect run, one line per result) of a run made with
+    `--kernelperf-against GOOD`: its own paired verdicts."""
+    lines, slower = [], False
+    for key, result in _results(candidate).items():
+        against, comparison = result.get("against"), result.get("comparison")
+        if not isinstance(against, dict) or not isinstance(comparison, dict):
+            continue
+        verdict = str(result.get("verdict"))
+        if verdict not in ("same", "slower", "faster"):
+            lines.append(f"{verdict:6} {_label(key)}: {comparison.get('reason') or 'not judged'}")
+            continue
+        slower = slower or verdict == "slower"
+        change = (float(comparison.get("ratio") or 1.0) - 1) * 100
+        word = "slower" if verdict == "slower" else "ok"
+        lines.append(f"{word:6} {_label(key)}: {change:+.1f}% against GOOD, paired in one process")
+    if not any(line.startswith(("slower", "ok")) for line in lines):
+        return SKIP, [*lines, "no result judged against GOOD"]
+    return (1 if slower else 0), lines
+
+
+def paired_arguments(good_sha: str, threshold: float) -> list[str]:
+    """The pytest arguments that time a commit beside GOOD's code (`--paired`)."""
+    return [f"--kernelperf-against={good_sha}", f"--kernelperf-threshold={threshold!r}"]
+
+
 def _label(key: Key) -> str:
     return f"{key[0]}{f'[{key[1]}]' if key[1] else ''} on {key[2]} ({key[3]})"
 
@@ -248,15 +278,20 @@ def judge_main(argv: Sequence[str]) -> int:
     parser.add_argument("--good", type=Path, required=True)
     parser.add_argument("--runs", type=Path, required=True)
     parser.add_argument("--threshold", type=float, required=True)
+    parser.add_argument("--paired", metavar="GOOD_SHA", help="time each commit beside GOOD's code")
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     pytest_args = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
     worktree = Path.cwd()
     commit = _git(worktree, "rev-parse", "HEAD").stdout.strip()
     args.runs.mkdir(parents=True, exist_ok=True)
+    if args.paired:
+        pytest_args = [*pytest_args, *paired_arguments(args.paired, args.threshold)]
     candidate = run_pytest(worktree, pytest_args, args.runs / f"{commit}.json", args.runs / "pytest.log")
     if candidate is None:
         status, lines = SKIP, ["pytest wrote no run file"]
+    elif args.paired:
+        status, lines = judge_paired(candidate)
     else:
         status, lines = judge(read_run(args.good), candidate, args.threshold)
     verdict = _VERDICTS.get(status, "skipped")
@@ -434,6 +469,7 @@ def bisect(
     threshold: float,
     out: TextIO,
     keep: bool = False,
+    paired: bool = False,
 ) -> int:
     top, good_sha, bad_sha = revisions(repo, good, bad)
     work = Path(tempfile.mkdtemp(prefix="kernelperf-bisect-"))
@@ -443,7 +479,7 @@ def bisect(
     status: int | None = None
     failed = False
     try:
-        status = _bisect(top, good, bad, good_sha, bad_sha, pytest_args, threshold, out, work)
+        status = _bisect(top, good, bad, good_sha, bad_sha, pytest_args, threshold, out, work, paired)
         return status
     except KeyboardInterrupt:
         raise
@@ -472,16 +508,19 @@ def _bisect(
     threshold: float,
     out: TextIO,
     work: Path,
+    paired: bool = False,
 ) -> int:
     runs = work / "runs"
     log = runs / "pytest.log"
     good_tree, bisect_tree = work / "good", work / "bisect"
-    _git(top, "worktree", "add", "--detach", str(good_tree), good_sha)
-    print(f"timing GOOD {good_sha[:10]} in {good_tree}", file=out, flush=True)
-    good_run = run_pytest(good_tree, pytest_args, runs / f"{good_sha}.json", log)
-    if good_run is None or not _results(good_run):
-        raise BisectError(f"GOOD {good} gave no timed result: see {log}")
-    _remove_worktree(top, good_tree)
+    good_run: dict[str, Any] | None = None
+    if not paired:  # paired: GOOD is timed beside every commit instead
+        _git(top, "worktree", "add", "--detach", str(good_tree), good_sha)
+        print(f"timing GOOD {good_sha[:10]} in {good_tree}", file=out, flush=True)
+        good_run = run_pytest(good_tree, pytest_args, runs / f"{good_sha}.json", log)
+        if good_run is None or not _results(good_run):
+            raise BisectError(f"GOOD {good} gave no timed result: see {log}")
+        _remove_worktree(top, good_tree)
     _git(top, "worktree", "add", "--detach", str(bisect_tree), bad_sha)
     judge_script = work / "judge.py"
     package_parent = Path(__file__).resolve().parents[2]
@@ -505,6 +544,7 @@ def _bisect(
         str(runs),
         "--threshold",
         repr(threshold),
+        *(["--paired", good_sha] if paired else []),
         "--",
         *pytest_args,
         check=False,
@@ -529,10 +569,14 @@ def _bisect(
     if state.bad == bad_sha and not (runs / f"{bad_sha}.json").exists():
         # git takes BAD's badness on trust: the judge never ran there.
         _git(bisect_tree, "checkout", "-q", "--detach", bad_sha)
-        bad_run = run_pytest(bisect_tree, pytest_args, runs / f"{bad_sha}.json", log)
+        extra = paired_arguments(good_sha, threshold) if paired else []
+        bad_run = run_pytest(bisect_tree, [*pytest_args, *extra], runs / f"{bad_sha}.json", log)
         if bad_run is None:
             raise BisectError(f"BAD {bad} gave no timed result: see {log}")
-        bad_status, bad_lines = judge(good_run, bad_run, threshold)
+        if good_run is None:
+            bad_status, bad_lines = judge_paired(bad_run)
+        else:
+            bad_status, bad_lines = judge(good_run, bad_run, threshold)
         if bad_status == SKIP:
             raise BisectError(f"BAD {bad} gave no result in common with GOOD's run: see {log}")
         if bad_status != 1:
@@ -545,12 +589,15 @@ def _bisect(
     first = state.bad
     parent = _git(top, "rev-parse", f"{first}^").stdout.strip()
     before_sha = parent if (runs / f"{parent}.json").exists() else good_sha
-    before_run = read_run(runs / f"{before_sha}.json")
     subject = _git(top, "log", "-1", "--format=%s", first).stdout.strip()
     print(f"first bad commit: {first} {subject}", file=out)
-    lines = explain(before_run, bad_run, before_sha, first, threshold) or explain(
-        good_run, bad_run, good_sha, first, threshold
-    )
+    if not (runs / f"{before_sha}.json").exists():  # paired, and the parent was not timed
+        lines = judgements.get(first, ("bad", []))[1]
+    else:
+        before_run = read_run(runs / f"{before_sha}.json")
+        lines = explain(before_run, bad_run, before_sha, first, threshold)
+        if not lines and good_run is not None:
+            lines = explain(good_run, bad_run, good_sha, first, threshold)
     for line in lines:
         print(f"  {line}", file=out)
     return EXIT_FOUND
@@ -609,6 +656,12 @@ def _options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--repo", type=Path, default=Path("."), help="the git checkout (default: .)")
     parser.add_argument("--keep", action="store_true", help="keep the run files and the pytest log")
+    parser.add_argument(
+        "--paired",
+        action="store_true",
+        help="time each commit beside GOOD's code in the same process (--kernelperf-against GOOD) "
+        "instead of against one timing of GOOD: no between-process noise, 1%% within reach",
+    )
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -622,7 +675,16 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             _options(parser)
             parser.parse_args(head, namespace=args)
     try:
-        return bisect(args.repo, args.good, args.bad, pytest_args, args.threshold, out, keep=args.keep)
+        return bisect(
+            args.repo,
+            args.good,
+            args.bad,
+            pytest_args,
+            args.threshold,
+            out,
+            keep=args.keep,
+            paired=args.paired,
+        )
     except BisectError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR

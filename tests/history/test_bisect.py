@@ -12,7 +12,7 @@ from conftest import git_run
 
 from pytest_kernelperf import cli
 from pytest_kernelperf.history import synthetic_runs as rf
-from pytest_kernelperf.history.bisect import SKIP, explain, judge, judge_against
+from pytest_kernelperf.history.bisect import SKIP, explain, judge, judge_against, judge_paired
 from pytest_kernelperf.verdict.judgement import failures
 
 CONFTEST = """
@@ -152,3 +152,68 @@ def test_bisect_finds_the_planted_slowdown_and_its_cause(
 def _cpu_name(text: str) -> str:
     line = next(x for x in text.splitlines() if "test_k.py::test_mul on " in x and ": at " in x)
     return line.split(" on ", 1)[1].split(" (hot)")[0]
+
+
+def test_judge_paired_takes_the_runs_own_paired_verdicts() -> None:
+    def result(verdict: str, ratio: float | None, found: str = "found") -> dict[str, object]:
+        return {
+            "nodeid": f"t.py::test_{verdict}",
+            "device": "gpu",
+            "cache": "hot",
+            "verdict": verdict,
+            "device_time": {"median_ms": 1.0},
+            "comparison": {"ratio": ratio, "reason": "" if ratio else "GOOD has no t.py"},
+            "against": {"found": found},
+        }
+
+    slower = judge_paired({"results": [result("same", 1.001), result("slower", 1.02)]})
+    assert slower == (
+        1,
+        [
+            "ok     t.py::test_same on gpu (hot): +0.1% against GOOD, paired in one process",
+            "slower t.py::test_slower on gpu (hot): +2.0% against GOOD, paired in one process",
+        ],
+    )
+    assert judge_paired({"results": [result("same", 0.999)]})[0] == 0
+    status, lines = judge_paired({"results": [result("new", None, "absent")]})
+    assert status == SKIP and lines == [
+        "new    t.py::test_new on gpu (hot): GOOD has no t.py",
+        "no result judged against GOOD",
+    ]
+
+
+@pytest.mark.slow
+def test_a_paired_bisect_finds_a_small_slowdown_timing_each_commit_beside_good(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    files = {"conftest.py": CONFTEST, "test_k.py": textwrap.dedent(TEST_MODULE), "code.txt": "aaaa1111"}
+    good = _commit(repo, "kernel and its test", **files, **{"speed.txt": "1.0"})
+    _commit(repo, "docs", **{"README": "a kernel\n"})
+    planted = _commit(repo, "a 3% slower kernel", **{"speed.txt": "1.03"})
+    bad = _commit(repo, "more docs", **{"README": "a kernel, slower\n"})
+
+    out = io.StringIO()
+    args = [
+        "bisect",
+        good,
+        bad,
+        "--repo",
+        str(repo),
+        "--paired",
+        "--",
+        "test_k.py",
+        "-p",
+        "no:hypothesispytest",
+    ]
+    status = cli.main(args, out=out)
+    text = out.getvalue()
+    assert status == 0, text
+    assert "timing GOOD" not in text  # GOOD is timed beside each commit instead
+    assert f"first bad commit: {planted} a 3% slower kernel" in text
+    assert "+3.0% against GOOD, paired in one process" in text
+    assert _git(repo, "worktree", "list").count("\n") == 1
+    assert _git(repo, "status", "--porcelain") == ""
