@@ -200,6 +200,7 @@ def test_the_users_tree_index_branches_and_worktrees_stay_as_they_were(
     assert list(tmp_path.glob("kernelperf-*")) == []  # the exported files are gone
 
 
+@pytest.mark.slow  # a pytest process of its own
 def test_an_interrupted_run_removes_the_revisions_files(
     pytester: pytest.Pytester, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
