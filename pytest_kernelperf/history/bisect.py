@@ -532,32 +532,28 @@ def _bisect(
         encoding="utf-8",
     )
     _git(bisect_tree, "bisect", "start", bad_sha, good_sha)
-    done = _git(
-        bisect_tree,
-        "bisect",
-        "run",
-        sys.executable,
-        str(judge_script),
-        "--good",
-        str(runs / f"{good_sha}.json"),
-        "--runs",
-        str(runs),
-        "--threshold",
-        repr(threshold),
-        *(["--paired", good_sha] if paired else []),
-        "--",
-        *pytest_args,
-        check=False,
+    print(
+        f"bisecting {good_sha[:10]}..{bad_sha[:10]}: each commit timed in a fresh process",
+        file=out,
+        flush=True,
     )
-    git_log = done.stdout + done.stderr
-    judged = False  # the judge's lines: its verdict, then its indented details
-    for line in git_log.splitlines():
-        if re.match(r"^[0-9a-f]{10}: (good|bad|skipped)", line):
-            judged = True
-        elif not (judged and line.startswith("  ")):
-            judged = False
-            continue
-        print(line, file=out)
+    git_log = _bisect_run(
+        bisect_tree,
+        [
+            sys.executable,
+            str(judge_script),
+            "--good",
+            str(runs / f"{good_sha}.json"),
+            "--runs",
+            str(runs),
+            "--threshold",
+            repr(threshold),
+            *(["--paired", good_sha] if paired else []),
+            "--",
+            *pytest_args,
+        ],
+        out,
+    )
     state = outcome(bisect_tree)
     if state is None or not (state.found or state.not_narrowed):
         tail = "\n".join(git_log.strip().splitlines()[-8:])
@@ -601,6 +597,34 @@ def _bisect(
     for line in lines:
         print(f"  {line}", file=out)
     return EXIT_FOUND
+
+
+def _bisect_run(tree: Path, command: Sequence[str], out: TextIO) -> str:
+    """`git bisect run COMMAND` in `tree`; the judge's lines (its verdict, then its indented
+    details) are shown as each commit is judged, so a long bisection is never silent. Everything
+    git printed, returned."""
+    process = subprocess.Popen(
+        ["git", "bisect", "run", *command],
+        cwd=tree,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+    )
+    assert process.stdout is not None
+    lines = []
+    judged = False
+    with process:
+        for line in process.stdout:
+            lines.append(line)
+            text = line.rstrip("\n")
+            if re.match(r"^[0-9a-f]{10}: (good|bad|skipped)", text):
+                judged = True
+            elif not (judged and text.startswith("  ")):
+                judged = False
+                continue
+            print(text, file=out, flush=True)
+    return "".join(lines)
 
 
 def _not_narrowed(

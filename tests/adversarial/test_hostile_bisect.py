@@ -128,14 +128,10 @@ def test_ctrl_c_during_git_bisect_run_removes_only_bisects_worktrees(
     good, _, bad = three_commits(repo)
     tree, away = away_worktree(repo, good)
     monkeypatch.setattr(bisect_mod, "run_pytest", lambda *a: rf.run([rf.result("test_b.py::test_b", 1.0)]))
-    real_git = bisect_mod._git
+    def interrupted(tree: Path, command: Any, out: Any) -> str:  # Ctrl-C during `git bisect run`
+        raise KeyboardInterrupt
 
-    def interrupted(where: Path, *args: str, check: bool = True) -> Any:
-        if args[:2] == ("bisect", "run"):
-            raise KeyboardInterrupt
-        return real_git(where, *args, check=check)
-
-    monkeypatch.setattr(bisect_mod, "_git", interrupted)
+    monkeypatch.setattr(bisect_mod, "_bisect_run", interrupted)
 
     try:
         status, _ = bisect(repo, good, bad, "test_b.py")
