@@ -273,7 +273,8 @@ class KernelBench:
                     checked = self._check(call, reference, args, kwargs, rtol, atol, name)
                 output, notes = checked
                 if base is not None and original is not None:
-                    base = self._base_answer(base, output, original, rtol, atol, name)
+                    after = (tuple(args), kwargs)  # fn's inputs after its first call
+                    base = self._base_answer(base, output, after, original, rtol, atol, name)
                     del original
                 # No bytes= given: count the tensors read and written (the report says "inferred").
                 inferred = tensor_bytes(args, kwargs, output) if bytes is None else None
@@ -480,23 +481,27 @@ class KernelBench:
         self,
         base: _Base,
         output: Any,
+        after: Any,
         original: Any,
         rtol: float | None,
         atol: float | None,
         name: str | None,
     ) -> _Base:
         """The counterpart's first call (compiling it) on fn's original inputs, its answer compared
-        with fn's: a change of numerics is said, never failed (the reference judges correctness)."""
+        with fn's (for two in-place kernels that return nothing, the inputs each left): a change of
+        numerics is said, never failed (the reference judges correctness)."""
         assert base.fn is not None
         where = f"{base.lookup.where} at {base.revision.describe()}"
         with self._step("first_call", f"first call of {where} (compile, JIT, autotune)"):
             try:
                 expected = base.fn(*original[0], **original[1])
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:  # its code, not the test's: not comparable
                 lookup = replace(
                     base.lookup, found=Found.UNLOADABLE, reason=f"{where} raised {type(exc).__name__}: {exc}"
                 )
                 return replace(base, lookup=lookup)
+        if output is None and expected is None:
+            output, expected = after, original
         answers = compare_answers(output, expected, rtol=rtol, atol=atol)
         if answers.startswith("differs"):
             self._hooks.warn(f"{self._label(name)}: the answer changed against {where}: {answers}")
@@ -558,32 +563,43 @@ class KernelBench:
             plan = replace(plan, known_round_sd=math.sqrt(within_variance(parts)[0]))
         reference: Timing | None = None
         base_timing: Timing | None = None
+        others: dict[str, Target] = {}  # timed in rounds interleaved with fn's
+        if base is not None and base.fn is not None:
+            others["base"] = Target(
+                _bind(base.fn, *arguments),
+                device,
+                label=f"{key.test}::base",
+                fn=base.fn,
+                prepare=prepare,
+                placements=self._placements(base.fn, arguments, saved, device, random.Random(seed)),
+            )
+        if versus is not None:
+            others["reference"] = Target(
+                versus[1],
+                device,
+                label=f"{key.test}::reference",
+                fn=versus[0],
+                placements=self._placements(versus[0], arguments, None, device),
+            )
         try:
             with (
                 self._step("rounds", f"timing {self._label(name)}", less=("warmup",)),
                 active(self._clock),
             ):
-                if base is not None and base.fn is not None:
-                    base_target = Target(
-                        _bind(base.fn, *arguments),
-                        device,
-                        label=f"{key.test}::base",
-                        fn=base.fn,
-                        prepare=prepare,
-                        placements=self._placements(base.fn, arguments, saved, device, random.Random(seed)),
-                    )
-                    timing, base_timing = _interleaved(timer, target, base_target, plan)
-                elif versus is None:
-                    timing = timer.measure(target, plan)
-                else:
-                    ref_target = Target(
-                        versus[1],
-                        device,
-                        label=f"{key.test}::reference",
-                        fn=versus[0],
-                        placements=self._placements(versus[0], arguments, None, device),
-                    )
-                    timing, reference = _interleaved(timer, target, ref_target, plan)
+                try:
+                    timing, timed = _interleaved(timer, target, list(others.values()), plan)
+                except _OtherFailed as failed:
+                    if list(others)[failed.index] != "base":
+                        raise failed.error from None  # the reference's error is the test's
+                    assert base is not None
+                    # The revision's function fails where this code's does not: not comparable.
+                    where = f"{base.lookup.where} at {base.revision.describe()}"
+                    problem = f"{where} raised {type(failed.error).__name__} while timed: {failed.error}"
+                    base = replace(base, lookup=replace(base.lookup, found=Found.UNLOADABLE, reason=problem))
+                    del others["base"]
+                    timing, timed = _interleaved(timer, target, list(others.values()), plan)
+                by_role = dict(zip(others, timed, strict=True))
+                base_timing, reference = by_role.get("base"), by_role.get("reference")
         except TimingError as exc:
             self._hooks.fail(f"kernel_bench could not time {self.nodeid}: {exc}")
         with self._clock.phase("context"):
@@ -933,24 +949,45 @@ def _environment(timing: Timing, device: DeviceInfo) -> dict[str, str]:
     return environment
 
 
-def _interleaved(timer: Timer, fn: Target, other: Target, plan: SamplingPlan) -> tuple[Timing, Timing]:
-    """fn and another function (its reference, or its counterpart at another revision) in
-    alternating single rounds, fn first in even pairs and the other first in odd ones, so that
-    drift over the measurement and any advantage of going first or second hit both alike; the other
-    prefers fn's method. Whether another pair is drawn (a placement-sensitive fn) is decided here, on
-    fn's rounds so far, so both always have as many rounds; each single round is exactly one."""
+def _interleaved(
+    timer: Timer, fn: Target, others: Sequence[Target], plan: SamplingPlan
+) -> tuple[Timing, list[Timing]]:
+    """fn and other functions (its reference, its counterpart at another revision) in single rounds
+    taken in turn, the order rotating from one group of rounds to the next (fn first, then second,
+    ...), so that drift over the measurement and any advantage of a place in the order hit all
+    alike; the others prefer fn's method. Whether another group is drawn (a placement-sensitive fn)
+    is decided here, on fn's rounds so far, so all have as many rounds; each single round is exactly
+    one. Without others, fn's measurement as planned. An error of another function's round raises
+    _OtherFailed with its index."""
+    if not others:
+        return timer.measure(fn, plan), []
     fn_rounds: list[Timing] = []
-    other_rounds: list[Timing] = []
+    other_rounds: list[list[Timing]] = [[] for _ in others]
     single = replace(plan, rounds=1, max_rounds=None, known_round_sd=0.0)
     while plan.wants_more([t.device_time.round_locations_ms[-1] for t in fn_rounds]):
         one = replace(single, warm=bool(fn_rounds))
-        if len(fn_rounds) % 2 == 0:
-            fn_rounds.append(timer.measure(fn, one))
-        method = fn_rounds[0].device_time.method
-        other_rounds.append(timer.measure(other, replace(one, prefer_method=method)))
-        if len(fn_rounds) < len(other_rounds):
-            fn_rounds.append(timer.measure(fn, one))
-    return merge_rounds(fn_rounds), merge_rounds(other_rounds)
+        group = len(fn_rounds)
+        order = [-1, *range(len(others))]  # -1: fn, the first of the first group (its method leads)
+        shift = group % len(order)
+        for index in order[shift:] + order[:shift]:
+            if index < 0:
+                fn_rounds.append(timer.measure(fn, one))
+                continue
+            method = fn_rounds[0].device_time.method if fn_rounds else None
+            try:
+                other_rounds[index].append(timer.measure(others[index], replace(one, prefer_method=method)))
+            except Exception as exc:
+                raise _OtherFailed(index, exc) from exc
+    return merge_rounds(fn_rounds), [merge_rounds(rounds) for rounds in other_rounds]
+
+
+class _OtherFailed(Exception):
+    """A round of a function timed beside fn raised `error`."""
+
+    def __init__(self, index: int, error: Exception) -> None:
+        super().__init__(str(error))
+        self.index = index
+        self.error = error
 
 
 def throttling_of(timing: Timing, baseline: BaselineEntry | None = None) -> Throttling | None:

@@ -260,3 +260,149 @@ def test_the_history_keeps_the_pair_and_learns_no_noise_from_it(
         # A verdict against another revision teaches nothing of the between-process noise of a
         # judgement against the baseline.
         assert history.recent_rounds(key, method="scripted", verdict="same", since="", limit=5) == []
+
+
+# A revision and a work tree that differ the ways real branches do.
+HOSTILE_AT_REF = {
+    "kern/shapes.py": """
+calls = [0]
+
+def aliased(x):
+    return x * 2
+
+aliased.fake_ms = 0.02
+
+def moving(x):
+    return x * 2
+
+moving.fake_ms = 0.02
+
+class Kernels:
+    @classmethod
+    def scaled(cls, x):
+        return x * 2
+
+Kernels.scaled.__func__.fake_ms = 0.02
+
+def in_place(x):
+    x.mul_(2)
+
+in_place.fake_ms = 0.02
+
+def flaky(x):
+    calls[0] += 1
+    if calls[0] > 1:
+        raise RuntimeError("flaky at the revision")
+    return x * 2
+
+flaky.fake_ms = 0.02
+""",
+    "kern/ops_registry.py": """
+import torch
+
+@torch.library.custom_op("kernperf_test::triple", mutates_args=())
+def triple(x: torch.Tensor) -> torch.Tensor:
+    return x * 3
+
+def run(x):
+    return torch.ops.kernperf_test.triple(x)
+
+run.fake_ms = 0.02
+""",
+}
+HOSTILE_NOW = {
+    # Renamed, the old name kept as an alias; one function moved to a module of its own.
+    "kern/shapes.py": HOSTILE_AT_REF["kern/shapes.py"]
+    .replace("def aliased(x):", "def aliased_v2(x):")
+    .replace("aliased.fake_ms = 0.02", "aliased_v2.fake_ms = 0.03\naliased = aliased_v2")
+    .replace("def moving(x):\n    return x * 2\n\nmoving.fake_ms = 0.02\n", "from kern.moved import moving\n")
+    .replace('    if calls[0] > 1:\n        raise RuntimeError("flaky at the revision")\n', "")
+    .replace("x.mul_(2)", "x.mul_(3)"),
+    "kern/moved.py": "def moving(x):\n    return x * 2\n\nmoving.fake_ms = 0.03\n",
+}
+HOSTILE_TESTS = """
+import torch
+from kern.shapes import Kernels, aliased, flaky, in_place, moving
+
+def slow(x):
+    return x * 2
+
+slow.fake_ms = 0.04
+
+def ref(x):
+    return x + x
+
+ref.fake_ms = 0.02
+
+def test_aliased(kernel_bench):
+    kernel_bench(aliased, torch.ones(8))
+
+def test_moving(kernel_bench):
+    kernel_bench(moving, torch.ones(8))
+
+def test_classmethod(kernel_bench):
+    kernel_bench(Kernels.scaled, torch.ones(8))
+
+def test_in_place(kernel_bench):
+    kernel_bench(in_place, torch.ones(8))
+
+def test_flaky(kernel_bench):
+    kernel_bench(flaky, torch.ones(8))
+
+def test_max_ratio(kernel_bench):
+    kernel_bench(slow, torch.ones(8), reference=ref, max_ratio=1.1)
+"""
+
+
+# Its own module: the revision's test module that imports it cannot be loaded either.
+REGISTRY_TESTS = """
+import torch
+from kern.ops_registry import run
+
+def test_registry(kernel_bench):
+    kernel_bench(run, torch.ones(8))
+
+def test_operator_untouched():
+    assert torch.ops.kernperf_test.triple(torch.ones(2)).tolist() == [3.0, 3.0]
+"""
+
+
+def test_renames_moves_methods_in_place_kernels_and_failures_at_the_revision(
+    pytester: pytest.Pytester, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for path, text in HOSTILE_AT_REF.items():
+        (repo / path).write_text(text)
+    (repo / "test_hostile.py").write_text(HOSTILE_TESTS)
+    (repo / "test_registry.py").write_text(REGISTRY_TESTS)
+    (repo / ".gitattributes").write_text("kern/shapes.py export-ignore\n")  # hides nothing
+    git_run(repo, "add", "-A")
+    git_run(repo, "commit", "-qm", "shapes")
+    for path, text in HOSTILE_NOW.items():
+        (repo / path).write_text(text)
+    stale = tmp_path / "kernelperf-against-999999999-x"  # left by a process killed outright
+    stale.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    tests = ("test_hostile.py", "test_registry.py")
+    result = run(pytester, "--kernelperf-against", "HEAD", *tests, "-W", "ignore::UserWarning")
+    found = results(pytester)
+    outcome = {test: (r["verdict"], r["against"]["found"]) for test, r in found.items()}
+    assert outcome == {
+        "test_aliased": ("slower", "found"),  # +50% under its old name
+        "test_moving": ("slower", "found"),  # +50%, found through the test module's name
+        "test_classmethod": ("same", "found"),
+        "test_in_place": ("same", "found"),
+        "test_flaky": ("incomparable", "unloadable"),
+        "test_registry": ("incomparable", "unloadable"),
+        "test_max_ratio": ("same", "found"),
+    }
+    assert found["test_aliased"]["against"]["where"] == "kern.shapes:aliased"
+    assert found["test_moving"]["against"]["where"] == "test_hostile:moving"
+    assert found["test_in_place"]["against"]["answers"].startswith("differs"), "inputs compared"
+    assert (
+        "raised RuntimeError while timed: flaky at the revision"
+        in found["test_flaky"]["comparison"]["reason"]
+    )
+    assert "registers torch operators" in found["test_registry"]["comparison"]["reason"]
+    assert found["test_max_ratio"]["reference"]["exceeded"] is True  # max_ratio still holds
+    result.assert_outcomes(failed=3, passed=5)  # aliased, moving, max_ratio; the operator is untouched
+    assert not stale.exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from conftest import Project
@@ -148,7 +149,38 @@ def test_interleaved_rounds_stay_paired_when_the_baseline_spread(monkeypatch: py
     )
     spread = replace(plan, max_rounds=12, known_round_sd=0.2)
     fn, ref = Target(lambda: None, cpu, label="fn"), Target(lambda: None, cpu, label="ref")
-    timing, reference = kernel_bench._interleaved(WallClockTimer(), fn, ref, spread)
+    timing, (reference,) = kernel_bench._interleaved(WallClockTimer(), fn, [ref], spread)
     assert len(timing.device_time.round_locations_ms) == len(reference.device_time.round_locations_ms) == 12
-    timing, reference = kernel_bench._interleaved(WallClockTimer(), fn, ref, plan)
+    timing, (reference,) = kernel_bench._interleaved(WallClockTimer(), fn, [ref], plan)
     assert len(timing.device_time.round_locations_ms) == len(reference.device_time.round_locations_ms) == 3
+
+
+def test_interleaved_rounds_rotate_the_order_of_three_functions() -> None:
+    """fn, its counterpart at another revision and its reference: each group of rounds starts one
+    place later, so no function always goes first."""
+    from pytest_kernelperf import kernel_bench
+    from pytest_kernelperf.measure.timing import Target, Timing
+    from pytest_kernelperf.model.device import DeviceInfo
+    from pytest_kernelperf.testing import ScriptedTimer, sampling_plan
+
+    order: list[str] = []
+
+    class Recording(ScriptedTimer):
+        def measure(self, target: Target, plan: Any) -> Timing:
+            order.append(target.label)
+            return super().measure(target, plan)
+
+    cpu = DeviceInfo(kind="cpu", name="test CPU")
+
+    def target(label: str) -> Target:
+        def call() -> None:
+            return None
+
+        call.fake_ms = 1.0  # type: ignore[attr-defined]
+        return Target(call, cpu, label=label, fn=call)
+
+    timing, others = kernel_bench._interleaved(
+        Recording(), target("fn"), [target("base"), target("ref")], sampling_plan(rounds=3)
+    )
+    assert order == ["fn", "base", "ref", "base", "ref", "fn", "ref", "fn", "base"]
+    assert [len(t.device_time.round_locations_ms) for t in (timing, *others)] == [3, 3, 3]

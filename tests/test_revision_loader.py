@@ -85,7 +85,7 @@ def test_what_cannot_be_compared_says_why(src_layout: Path, tmp_path: Path) -> N
     added = code.find(kern.added)
     assert added.found is Found.ABSENT and "has no added" in added.reason
     unnamed = code.find(kern.unnamed[0])
-    assert unnamed.found is Found.UNLOADABLE and "not a name at module level" in unnamed.reason
+    assert unnamed.found is Found.UNLOADABLE and "held under no name at module level" in unnamed.reason
     outside = code.find(functools.reduce)
     assert outside.found is Found.OUTSIDE and "outside the repository" in outside.reason
 

@@ -1,17 +1,23 @@
 """`--kernelperf-against REF`: REF resolved when the run starts, its files exported on the first
 kernel_bench call that needs them (each process its own copy: xdist workers, isolated children),
-and removed when the run ends, Ctrl-C included."""
+and removed when the run ends, Ctrl-C included. A process killed outright (SIGKILL, SIGTERM, a
+cancelled CI job) cannot clean up: its export is removed by the next run that finds it."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pytest_kernelperf.model.result import Found
 from pytest_kernelperf.revision.loader import Lookup, RevisionCode
-from pytest_kernelperf.revision.source import Revision, export
+from pytest_kernelperf.revision.source import Revision, RevisionError, export
+
+PREFIX = "kernelperf-against-"  # then the exporting process's id: kernelperf-against-1234-<random>
 
 
 class AgainstRevision:
@@ -21,17 +27,27 @@ class AgainstRevision:
         self.revision = revision
         self._rootdir = rootdir
         self._folder: Path | None = None
-        self._code: RevisionCode | None = None
+        self._code: RevisionCode | str | None = None  # str: why the revision could not be exported
 
     def find(self, fn: Callable[..., Any], test_module: Path) -> Lookup:
         """fn's counterpart; `test_module` is the test file's path relative to the rootdir."""
-        return self._revision_code().find(fn, self._rootdir / test_module)
+        code = self._revision_code()
+        if isinstance(code, str):
+            return Lookup(Found.UNLOADABLE, reason=code)
+        return code.find(fn, self._rootdir / test_module)
 
-    def _revision_code(self) -> RevisionCode:
+    def _revision_code(self) -> RevisionCode | str:
+        """The revision's code, exported once; or, every time after a failed export, why."""
         if self._code is None:
-            self._folder = Path(tempfile.mkdtemp(prefix=f"kernelperf-{self.revision.short}-"))
-            tree = export(self.revision, self._folder / "tree")
-            self._code = RevisionCode(self.revision.top, tree, self.revision.describe())
+            remove_stale_exports()
+            self._folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
+            try:
+                tree = export(self.revision, self._folder / "tree")
+            except RevisionError as exc:
+                self.close()
+                self._code = str(exc)
+            else:
+                self._code = RevisionCode(self.revision.top, tree, self.revision.describe())
         return self._code
 
     def close(self) -> None:
@@ -39,3 +55,22 @@ class AgainstRevision:
         if self._folder is not None:
             shutil.rmtree(self._folder, ignore_errors=True)
             self._folder = None
+
+
+def remove_stale_exports(folder: Path | None = None) -> None:
+    """Remove the exports of processes that no longer run (killed before they could clean up)."""
+    for path in Path(folder or tempfile.gettempdir()).glob(f"{PREFIX}*"):
+        pid = path.name.removeprefix(PREFIX).partition("-")[0]
+        if pid.isdigit() and not _running(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    with contextlib.suppress(PermissionError):  # another user's process: it runs
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+    return True

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import inspect
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -30,7 +32,7 @@ from types import CodeType, ModuleType
 from typing import Any
 
 from pytest_kernelperf.model.result import Found
-from pytest_kernelperf.revision.source import ignored
+from pytest_kernelperf.revision.source import NotOwn, not_own
 
 # Never loaded twice: the plugin measuring both sides must be one.
 SHARED_PACKAGES = ("pytest_kernelperf",)
@@ -56,6 +58,9 @@ class RevisionCode:
         self._failed: dict[str, str] = {}  # module name -> why the revision's cannot be imported
         self._inside: dict[str, Path | None] = {}  # module file -> its path in the repo (None: outside)
         self._importing = 0  # imports of the revision's code in progress (sys.modules is its view)
+        # What each import statement of the revision's code gave: (package, name, level, fromlist).
+        self._imported: dict[tuple[Any, str, int, tuple[str, ...]], ModuleType] = {}
+        self._roots_seen: list[Path] = []  # the import roots found so far, relative to the top
         # The builtins the revision's modules run with: an import made inside one of its functions,
         # when called (`from .triton_gelu import run`), gets the revision's module too.
         self.builtins = {**vars(builtins), "__import__": self._import}
@@ -63,32 +68,52 @@ class RevisionCode:
     # -- public ------------------------------------------------------------------------------------
 
     def find(self, fn: Callable[..., Any], test_module: Path | None = None) -> Lookup:
-        """fn's counterpart at the revision: looked up by the name fn has in its own module, else
-        in the test's module (a function made there, e.g. torch.compile of an imported one)."""
+        """fn's counterpart at the revision, by a name some module of the repository holds it under:
+        fn's own module first, then the test's module (a function made there, e.g. torch.compile
+        of an imported one), then every other; a bound method by the name of what it is bound to
+        (`MyFunction.apply`, `model.forward`). The first name the revision also has wins; failing
+        all, why."""
         home = sys.modules.get(getattr(fn, "__module__", None) or "")
-        name = _name_in(home, fn) if home is not None else None
-        if home is not None and self._repo_file(home) is None:
+        defined = inspect.isfunction(fn) or inspect.isbuiltin(fn) or inspect.isclass(fn)
+        if defined and home is not None and self._repo_file(home) is None:
+            # A function's module is where its code is (an object's is only its type's).
             return Lookup(
                 Found.OUTSIDE,
                 reason=f"{_describe(fn)} comes from {home.__name__}, outside the repository: "
                 f"{self.name} runs the same code",
             )
-        if home is not None and name is not None:
-            return self._counterpart(home, name)
-        if test_module is not None:
-            for module in list(sys.modules.values()):
-                if _file(module) == test_module.resolve():
-                    name = _name_in(module, fn)
-                    if name is not None and self._repo_file(module) is not None:
-                        return self._counterpart(module, name)
+        owner = getattr(fn, "__self__", None)
+        target, attribute = (owner, getattr(fn, "__name__", "")) if _bound(fn) else (fn, "")
+        tried: list[Lookup] = []
+        for module in self._homes(target, test_module):
+            for name in _names_in(module, target):
+                lookup = self._counterpart(module, f"{name}.{attribute}" if attribute else name)
+                if lookup.found is Found.SAME_NAME:
+                    return lookup
+                tried.append(lookup)
+        if tried:
+            return tried[0]
         return Lookup(
             Found.UNLOADABLE,
-            reason=f"{_describe(fn)} is not a name at module level of its module or of the test "
-            "module (a lambda, a closure, a partial or a bound method cannot be found at another "
+            reason=f"{_describe(fn)} is held under no name at module level of the repository's modules "
+            "(a lambda, a closure or an object made inside a test cannot be found at another "
             "revision); give it a name at module level",
         )
 
     # -- steps -------------------------------------------------------------------------------------
+
+    def _homes(self, target: object, test_module: Path | None) -> list[ModuleType]:
+        """The repository's loaded modules, the likeliest holders of `target` first."""
+        modules = [m for m in list(sys.modules.values()) if isinstance(m, ModuleType)]
+        self._classify(modules)
+        own = [m for m in modules if self._repo_file(m) is not None]
+        claimed = getattr(target, "__module__", None)
+        tested = test_module.resolve() if test_module is not None else None
+
+        def rank(module: ModuleType) -> int:
+            return 0 if module.__name__ == claimed else 1 if _file(module) == tested else 2
+
+        return sorted(own, key=rank)
 
     def _counterpart(self, module: ModuleType, name: str) -> Lookup:
         where = f"{module.__name__}:{name}"
@@ -151,6 +176,18 @@ class RevisionCode:
         real = builtins.__import__
         if self._importing:  # sys.modules and sys.path are the revision's already
             return real(name, globals, locals, fromlist, level)
+        key = ((globals or {}).get("__package__"), name, level, tuple(fromlist or ()))
+        known = self._imported.get(key)
+        if known is not None:  # the same import statement again: as cheap as can be
+            return known
+        result = self._import_once(name, globals, locals, fromlist, level)
+        self._imported[key] = result
+        return result
+
+    def _import_once(
+        self, name: str, globals: dict[str, Any] | None, locals: Any, fromlist: Any, level: int
+    ) -> ModuleType:
+        real = builtins.__import__
         absolute = name
         if level:
             package = (globals or {}).get("__package__") or ""
@@ -180,7 +217,14 @@ class RevisionCode:
         module = sys.modules.get(name) or sys.modules.get(top)
         if module is not None:
             return self._repo_file(module) is not None
-        return any(loaded.partition(".")[0] == top for loaded in self._loaded)
+        if any(loaded.partition(".")[0] == top for loaded in self._loaded):
+            return True
+        # Imported by no one yet: the repository's if a root of either side holds it.
+        return any(
+            (folder / root / top).is_dir() or (folder / root / f"{top}.py").is_file()
+            for root in self._roots_seen
+            for folder in (self.base_top, self.top)
+        )
 
     @contextlib.contextmanager
     def _as_revision(self) -> Iterator[None]:
@@ -189,17 +233,23 @@ class RevisionCode:
         self._classify([m for _, m in modules])
         own = {name: m for name, m in modules if self._swapped(name, m)}
         roots = self._roots(own)
+        self._roots_seen = list(dict.fromkeys([*self._roots_seen, *roots]))
         for name in own:
             del sys.modules[name]
         sys.modules.update(self._loaded)
         path = list(sys.path)
-        sys.path[:0] = [str(self.base_top / root) for root in roots]
+        # The repository's folders on sys.path give way to the revision's: a module only this
+        # process's checkout has is not found from the revision's code.
+        sys.path[:] = [str(self.base_top / root) for root in roots] + [
+            entry for entry in path if not self._own_folder(entry)
+        ]
         finder = _RevisionFinder(self.base_top, self.builtins)
         sys.meta_path.insert(0, finder)
         importlib.invalidate_caches()
         self._importing += 1
         try:
-            yield
+            with _no_operator_registration(self.name):
+                yield
         finally:
             self._importing -= 1
             sys.meta_path.remove(finder)
@@ -212,6 +262,11 @@ class RevisionCode:
             sys.path[:] = path
             importlib.invalidate_caches()
 
+    def _own_folder(self, entry: str) -> bool:
+        """Whether a sys.path entry is a folder of the repository's own code."""
+        folder = Path(entry or ".").resolve()
+        return folder.is_relative_to(self.top) and not self._not_own.covers(folder.relative_to(self.top))
+
     def _swapped(self, name: str, module: ModuleType) -> bool:
         """Whether this module of the process gives way to the revision's during an import."""
         if name.partition(".")[0] in SHARED_PACKAGES:
@@ -223,9 +278,8 @@ class RevisionCode:
         then those its loaded modules were imported from (an editable install's src/)."""
         roots: list[Path] = []
         for entry in sys.path:
-            folder = Path(entry or ".").resolve()
-            if folder.is_relative_to(self.top):
-                roots.append(folder.relative_to(self.top))
+            if self._own_folder(entry):
+                roots.append(Path(entry or ".").resolve().relative_to(self.top))
         for name, module in modules.items():
             root = _import_root(name, _file(module))
             if root is not None and root.is_relative_to(self.top):
@@ -243,8 +297,8 @@ class RevisionCode:
         return self._inside[str(where)]
 
     def _classify(self, modules: list[ModuleType]) -> None:
-        """Says of each module's file, once, whether it is the repository's: one call of git for
-        all of them (a virtual environment inside the checkout holds thousands)."""
+        """Says of each module's file, once, whether it is the repository's own code (git is asked
+        once: a virtual environment inside the checkout holds thousands of modules)."""
         files = {str(where): where for where in map(_file, modules) if where is not None}
         inside = []
         for key, where in files.items():
@@ -254,9 +308,56 @@ class RevisionCode:
                 inside.append(where)
             else:
                 self._inside[key] = None
-        skipped = ignored(self.top, inside)
         for where in inside:
-            self._inside[str(where)] = None if where in skipped else where.relative_to(self.top)
+            relative = where.relative_to(self.top)
+            self._inside[str(where)] = None if self._not_own.covers(relative) else relative
+
+    @functools.cached_property
+    def _not_own(self) -> NotOwn:
+        return not_own(self.top)
+
+
+# What registers operators in torch's one registry per process: the revision's version would
+# replace the process's own (a custom_op of the same name) or fail on it.
+_OPERATOR_REGISTRATION = (
+    "custom_op",
+    "triton_op",
+    "define",
+    "impl",
+    "register_kernel",
+    "register_fake",
+    "register_autograd",
+    "Library",
+)
+
+
+class OperatorRegistration(RuntimeError):
+    """The revision's code registers torch operators: it cannot share the process's registry."""
+
+
+@contextlib.contextmanager
+def _no_operator_registration(revision: str) -> Iterator[None]:
+    """torch.library's registration refused for the length of an import of the revision's code."""
+    library = sys.modules.get("torch.library")
+    if library is None:  # torch not imported: this process has registered no operator to collide with
+        yield
+        return
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise OperatorRegistration(
+            f"the code at {revision} registers torch operators (torch.library), which would replace "
+            "this process's own of the same name: two versions cannot share one process; compare "
+            "them in two runs (docs/ci.md)"
+        )
+
+    saved = {name: getattr(library, name) for name in _OPERATOR_REGISTRATION if hasattr(library, name)}
+    for name in saved:
+        setattr(library, name, refuse)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(library, name, value)
 
 
 class _RevisionFinder(importlib.abc.MetaPathFinder):
@@ -317,20 +418,27 @@ def _file(module: ModuleType | None) -> Path | None:
     return Path(where).resolve()
 
 
-def _name_in(module: ModuleType, fn: object) -> str | None:
-    """The name at module level under which `module` holds fn (or a class holding it, for a
-    static or class function: "Kernels.gelu"); None when it holds it under no name."""
-    namespace = vars(module)
-    for name, held in list(namespace.items()):
-        if held is fn and not name.startswith("__"):
-            return name
-    qualname = getattr(fn, "__qualname__", "")
-    if "<" in qualname:
-        return None
-    value: Any = module
-    for part in qualname.split("."):
-        value = getattr(value, part, None)
-    return qualname if value is fn else None
+def _names_in(module: ModuleType, target: object) -> list[str]:
+    """The names under which `module` holds `target` at module level (or in a class there, for a
+    static function: "Kernels.gelu"), the target's own name first."""
+    namespace = list(vars(module).items())
+    names = [name for name, held in namespace if held is target and not name.startswith("__")]
+    own = getattr(target, "__name__", None)
+    names.sort(key=lambda name: name != own)
+    qualname = getattr(target, "__qualname__", "")
+    if not names and isinstance(qualname, str) and qualname and "<" not in qualname:
+        value: Any = module
+        for part in qualname.split("."):
+            value = getattr(value, part, None)
+        if value is target:
+            names.append(qualname)
+    return names
+
+
+def _bound(fn: object) -> bool:
+    """A method bound to an object or class (not a module: a builtin function's __self__ is one)."""
+    owner = getattr(fn, "__self__", None)
+    return owner is not None and not isinstance(owner, ModuleType) and hasattr(fn, "__func__")
 
 
 def _import_root(name: str, where: Path | None) -> Path | None:

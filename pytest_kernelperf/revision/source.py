@@ -1,13 +1,14 @@
 """A git revision resolved to its commit, and its files exported into a folder of their own.
 
-The export is `git archive` of the commit: the user's work tree, index, branches and worktrees are
-only read, so nothing of theirs changes, even when a run is killed halfway.
+The export reads the commit into an index file of its own and checks it out from there: the user's
+work tree, index, branches and worktrees are only read, so nothing of theirs changes, even when a
+run is killed halfway.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,33 +55,72 @@ def resolve(where: Path, ref: str) -> Revision:
 
 
 def export(revision: Revision, into: Path) -> Path:
-    """The revision's tracked files written under `into` (which must be empty or absent); `into`."""
+    """The revision's tracked files written under `into` (created; it must not hold anything else);
+    `into`. Read into an index file of its own and checked out from it (`git read-tree`,
+    `git checkout-index`): the repository's index is never touched, symbolic links stay links,
+    and `export-ignore` attributes, which `git archive` would honour, hide nothing."""
     into.mkdir(parents=True, exist_ok=True)
-    command = ["git", "-C", str(revision.top), "archive", "--format=tar", revision.commit]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
-        assert process.stdout is not None and process.stderr is not None
-        try:
-            with tarfile.open(fileobj=process.stdout, mode="r|") as archive:
-                archive.extractall(into, filter="data")
-        except tarfile.TarError as exc:
-            problem = process.stderr.read().decode(errors="replace").strip() or str(exc)
-            raise RevisionError(f"cannot export {revision.describe()}: {problem}") from None
-        error = process.stderr.read().decode(errors="replace").strip()
-    if process.returncode != 0:
-        raise RevisionError(f"cannot export {revision.describe()}: {error}")
+    index = into.parent / f"{into.name}.index"
+    environment = {**os.environ, "GIT_INDEX_FILE": str(index)}
+    steps = (
+        ["read-tree", revision.commit],
+        ["checkout-index", "--all", "--force", f"--prefix={into}{os.sep}"],
+    )
+    try:
+        for step in steps:
+            done = subprocess.run(
+                ["git", "-C", str(revision.top), *step],
+                capture_output=True,
+                text=True,
+                env=environment,
+                check=False,
+            )
+            if done.returncode != 0:
+                problem = done.stderr.strip() or done.stdout.strip()
+                raise RevisionError(f"cannot export {revision.describe()}: {problem}")
+    finally:
+        index.unlink(missing_ok=True)
     return into
 
 
-def ignored(top: Path, paths: list[Path]) -> set[Path]:
-    """Those of `paths` (inside `top`) that git ignores (a virtual environment, a build folder)."""
-    if not paths:
-        return set()
-    text = "\n".join(str(p) for p in paths) + "\n"
-    found = subprocess.run(
-        ["git", "-C", str(top), "check-ignore", "--stdin"],
-        input=text,
+@dataclass(frozen=True)
+class NotOwn:
+    """What lies in the checkout without being the repository's own code: what git ignores (a
+    virtual environment, a build folder) and submodules (another repository, which an export of
+    the revision does not hold: the process's checkout of it is shared). Paths relative to the top."""
+
+    ignored: frozenset[str]
+    submodules: frozenset[str]
+
+    def covers(self, relative: Path) -> bool:
+        parts = relative.parts
+        prefixes = {"/".join(parts[:i]) for i in range(1, len(parts) + 1)}
+        return bool(prefixes & self.ignored) or bool(prefixes & self.submodules)
+
+
+def not_own(top: Path) -> NotOwn:
+    """The ignored entries (folders whole, as git lists them) and submodules of the checkout."""
+    listed = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(top),
+            "ls-files",
+            "-z",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+            "--directory",
+        ],
         capture_output=True,
         text=True,
         check=False,
     )
-    return {Path(line) for line in found.stdout.splitlines() if line}
+    staged = subprocess.run(
+        ["git", "-C", str(top), "ls-files", "-z", "--stage"], capture_output=True, text=True, check=False
+    )
+    ignored = frozenset(entry.rstrip("/") for entry in listed.stdout.split("\0") if entry)
+    submodules = frozenset(
+        line.partition("\t")[2] for line in staged.stdout.split("\0") if line.startswith("160000 ")
+    )
+    return NotOwn(ignored, submodules)

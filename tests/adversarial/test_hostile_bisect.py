@@ -128,6 +128,7 @@ def test_ctrl_c_during_git_bisect_run_removes_only_bisects_worktrees(
     good, _, bad = three_commits(repo)
     tree, away = away_worktree(repo, good)
     monkeypatch.setattr(bisect_mod, "run_pytest", lambda *a: rf.run([rf.result("test_b.py::test_b", 1.0)]))
+
     def interrupted(tree: Path, command: Any, out: Any) -> str:  # Ctrl-C during `git bisect run`
         raise KeyboardInterrupt
 
