@@ -494,7 +494,8 @@ class KernelBench:
         where = f"{base.lookup.where} at {base.revision.describe()}"
         with self._step("first_call", f"first call of {where} (compile, JIT, autotune)"):
             try:
-                expected = base.fn(*original[0], **original[1])
+                adapted = base.lookup.adapt(original)
+                expected = base.fn(*adapted[0], **adapted[1])
             except (Exception, SystemExit) as exc:  # its code, not the test's: not comparable
                 lookup = replace(
                     base.lookup, found=Found.UNLOADABLE, reason=f"{where} raised {type(exc).__name__}: {exc}"
@@ -565,13 +566,14 @@ class KernelBench:
         base_timing: Timing | None = None
         others: dict[str, Target] = {}  # timed in rounds interleaved with fn's
         if base is not None and base.fn is not None:
+            adapt = base.lookup.adapt
             others["base"] = Target(
-                _bind(base.fn, *arguments),
+                _bind(base.fn, *adapt(arguments)),
                 device,
                 label=f"{key.test}::base",
                 fn=base.fn,
                 prepare=prepare,
-                placements=self._placements(base.fn, arguments, saved, device, random.Random(seed)),
+                placements=self._placements(base.fn, arguments, saved, device, random.Random(seed), adapt),
             )
         if versus is not None:
             others["reference"] = Target(
@@ -725,14 +727,17 @@ class KernelBench:
         saved: object,
         device: DeviceInfo,
         rng: random.Random | None = None,
+        adapt: Callable[[Any], Any] = lambda value: value,
     ) -> Placements | None:
-        """Each round's own memory placement, for a CUDA measurement with placement "fresh"."""
+        """Each round's own memory placement, for a CUDA measurement with placement "fresh";
+        `adapt` makes the moved arguments fn's (another revision's classes)."""
         if self.settings.placement != "fresh" or device.kind != "cuda" or not placement.usable(device.index):
             return None
         assert device.index is not None
 
         def bind(moved: Any) -> tuple[Callable[[], Any], Callable[[], object] | None]:
-            return _bind(fn, moved[0], moved[1]), _restorer(moved, saved, self._hooks.fail, self.nodeid)
+            adapted = adapt(moved)
+            return _bind(fn, adapted[0], adapted[1]), _restorer(moved, saved, self._hooks.fail, self.nodeid)
 
         return Placements(arguments, bind, f"cuda:{device.index}", rng=rng)
 

@@ -138,3 +138,34 @@ def test_resolve_names_the_revision_and_refuses_what_is_not_one(src_layout: Path
 )
 def test_import_root(name: str, where: str, root: str | None) -> None:
     assert _import_root(name, Path(where)) == (Path(root) if root else None)
+
+
+def test_arguments_of_the_repositorys_classes_become_the_revisions(src_layout: Path, tmp_path: Path) -> None:
+    """An enum member, a dataclass and a named tuple of the repository's classes, given to the
+    revision's function, are its own classes' (so `is Mode.FAST` and isinstance hold there)."""
+    package = src_layout / "src" / "pkg"
+    (package / "kinds.py").write_text(
+        "import dataclasses, enum, typing\n\n"
+        "class Mode(enum.Enum):\n    FAST = 1\n    SLOW = 2\n\n"
+        "@dataclasses.dataclass(frozen=True)\nclass Config:\n"
+        "    block: int = 128\n    mode: Mode = Mode.FAST\n\n"
+        "class Pair(typing.NamedTuple):\n    a: int\n    b: int\n\n"
+        "def run(mode, config, pair):\n"
+        "    return (mode is Mode.FAST, isinstance(config, Config) and config.mode is Mode.SLOW, "
+        "isinstance(pair, Pair))\n"
+    )
+    git_run(src_layout, "add", "-A")
+    git_run(src_layout, "commit", "-qm", "kinds")
+    from pkg import kinds  # type: ignore[import-not-found]
+
+    code = code_at_head(src_layout, tmp_path)
+    found = code.find(kinds.run)
+    assert found.fn is not None
+    arguments: tuple[tuple[object, ...], dict[str, object]] = (
+        (kinds.Mode.FAST, kinds.Config(64, kinds.Mode.SLOW), kinds.Pair(1, 2)),
+        {},
+    )
+    adapted = found.adapt(arguments)
+    assert found.fn(*adapted[0], **adapted[1]) == (True, True, True)
+    assert found.fn(*arguments[0]) == (False, False, False)  # what it would see untranslated
+    assert adapted[0][1].block == 64

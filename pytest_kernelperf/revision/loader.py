@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
+import enum
 import functools
 import importlib
 import importlib.abc
@@ -44,6 +46,8 @@ class Lookup:
     fn: Callable[..., Any] | None = None
     where: str = ""  # "example_kernels.gelu:triton_gelu"
     reason: str = ""  # why there is no counterpart
+    # fn's arguments as the counterpart expects them (RevisionCode.translate)
+    adapt: Callable[[Any], Any] = lambda value: value
 
 
 class RevisionCode:
@@ -100,6 +104,37 @@ class RevisionCode:
             "revision); give it a name at module level",
         )
 
+    def translate(self, value: Any) -> Any:
+        """`value` as the revision's code expects it: an enum member, a dataclass or a named tuple of
+        a class the repository defines becomes one of the revision's class of the same module and
+        name (so that `mode is Mode.FAST` and `isinstance(cfg, Config)` hold there too); tuples,
+        lists and dicts item by item; anything else (tensors, numbers, objects of other classes) as
+        it is."""
+        kind = type(value)
+        if kind in (tuple, list):
+            return kind(self.translate(item) for item in value)
+        if kind is dict:
+            return {key: self.translate(item) for key, item in value.items()}
+        home = sys.modules.get(kind.__module__)
+        if home is None or self._repo_file(home) is None:
+            return value
+        theirs = self._counterpart(home, kind.__qualname__)
+        other = theirs.fn
+        if other is None or other is kind or not isinstance(other, type):
+            return value
+        if isinstance(value, enum.Enum) and issubclass(other, enum.Enum):
+            return other.__members__.get(value.name, value)
+        if dataclasses.is_dataclass(value):
+            fields = dataclasses.fields(value)
+            made = other(**{f.name: self.translate(getattr(value, f.name)) for f in fields if f.init})
+            for field in fields:
+                if not field.init:
+                    object.__setattr__(made, field.name, self.translate(getattr(value, field.name)))
+            return made
+        if isinstance(value, tuple) and hasattr(kind, "_fields"):
+            return other(*(self.translate(item) for item in value))
+        return value
+
     # -- steps -------------------------------------------------------------------------------------
 
     def _homes(self, target: object, test_module: Path | None) -> list[ModuleType]:
@@ -140,7 +175,7 @@ class RevisionCode:
                 reason=f"{name} in {module.__name__} at {self.name} is a {type(value).__name__}, "
                 "not a callable",
             )
-        return Lookup(Found.SAME_NAME, fn=value, where=where)
+        return Lookup(Found.SAME_NAME, fn=value, where=where, adapt=self.translate)
 
     def _load(self, module_name: str) -> ModuleType | str:
         """The revision's module, imported once; or why it cannot be."""
