@@ -54,6 +54,7 @@ from pytest_kernelperf.model.baseline import (
     split_nodeid,
 )
 from pytest_kernelperf.model.device import CARD_KEY, DeviceInfo
+from pytest_kernelperf.model.names import HOST_PATH_METHODS
 from pytest_kernelperf.model.result import (
     NOT_JUDGED,
     BenchResult,
@@ -141,6 +142,7 @@ class _Base:
     revision: Revision
     lookup: Lookup
     answers: str = ""
+    imports_when_called: bool = False  # its first call imported modules (through the loader)
 
     @property
     def fn(self) -> Callable[..., Any] | None:
@@ -492,6 +494,7 @@ class KernelBench:
         numerics is said, never failed (the reference judges correctness)."""
         assert base.fn is not None
         where = f"{base.lookup.where} at {base.revision.describe()}"
+        imports = base.lookup.imports_when_called()
         with self._step("first_call", f"first call of {where} (compile, JIT, autotune)"):
             try:
                 adapted = base.lookup.adapt(original)
@@ -504,6 +507,7 @@ class KernelBench:
         if output is None and expected is None:
             output, expected = after, original
         answers = compare_answers(output, expected, rtol=rtol, atol=atol)
+        base = replace(base, imports_when_called=base.lookup.imports_when_called() > imports)
         if answers.startswith("differs"):
             self._hooks.warn(f"{self._label(name)}: the answer changed against {where}: {answers}")
         return replace(base, answers=answers)
@@ -700,6 +704,13 @@ class KernelBench:
         measured, there = timing.device_time, base_timing.device_time
         if measured.method != there.method:
             reason = f"{check.revision} timed with {there.method}, this code with {measured.method}"
+            comparison = Comparison(Verdict.INCOMPARABLE, reason=reason)
+        elif base.imports_when_called and measured.method in HOST_PATH_METHODS:
+            reason = (
+                f"{check.where} at {check.revision} imports modules when called, through an import of "
+                f"this process's own, which costs another time than the interpreter's: {measured.method} "
+                "times the Python code too, so the pair is not comparable (device time would be)"
+            )
             comparison = Comparison(Verdict.INCOMPARABLE, reason=reason)
         else:
             comparison = judge_pair(

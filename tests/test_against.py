@@ -406,3 +406,32 @@ def test_renames_moves_methods_in_place_kernels_and_failures_at_the_revision(
     assert found["test_max_ratio"]["reference"]["exceeded"] is True  # max_ratio still holds
     result.assert_outcomes(failed=3, passed=5)  # aliased, moving, max_ratio; the operator is untouched
     assert not stale.exists()
+
+
+def test_a_host_timed_pair_whose_revision_imports_when_called_is_not_compared(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    """The revision's call-time imports go through the loader's own import, whose Python costs
+    another time than the interpreter's: a timer that times the Python code cannot compare them."""
+    (repo / "kern" / "lazy.py").write_text(
+        "def lazy(x):\n    from .consts import SCALE\n\n    return x * SCALE\n\nlazy.fake_ms = 0.02\n"
+    )
+    (repo / "test_lazy.py").write_text(
+        "import torch\nfrom kern.lazy import lazy\n\n"
+        "def test_lazy(kernel_bench):\n    kernel_bench(lazy, torch.ones(8))\n"
+    )
+    git_run(repo, "add", "-A")
+    git_run(repo, "commit", "-qm", "lazy")
+    pytester.makeconftest(
+        CONFTEST.replace("return ScriptedTimer(round_sd=0.003)", "return HostTimer()") + HOST
+    )
+    run(pytester, "--kernelperf-against", "HEAD", "test_lazy.py", "-W", "ignore::UserWarning")
+    found = results(pytester)["test_lazy"]
+    assert found["verdict"] == "incomparable"
+    assert "imports modules when called" in found["comparison"]["reason"]
+
+
+HOST = """
+class HostTimer(ScriptedTimer):
+    method = "wall-clock"  # as the CPU's timer: the Python code of the call is in the time
+"""

@@ -15,6 +15,9 @@ METHODS = ("auto", "wall-clock", "cuda-event", "cuda-graph", "cupti")
 # ScriptedTimer). A timer plugin (the pytest_kernelperf_make_timer hook) names its own method, so
 # other names of the same shape are accepted by the readers.
 BUILTIN_METHODS = ("wall-clock", "cuda-event", "cuda-graph", "cupti", "scripted")
+# The timers whose time includes the Python code of the call (cuda-graph replays kernels alone,
+# cupti times kernels alone).
+HOST_PATH_METHODS = ("wall-clock", "cuda-event")
 
 # Where each round's memory lies: a fresh placement per round, or the process's as it is.
 PLACEMENT_MODES = ("fresh", "process")

@@ -48,6 +48,8 @@ class Lookup:
     reason: str = ""  # why there is no counterpart
     # fn's arguments as the counterpart expects them (RevisionCode.translate)
     adapt: Callable[[Any], Any] = lambda value: value
+    # How many imports the revision's code has made when called, so far (RevisionCode._import)
+    imports_when_called: Callable[[], int] = lambda: 0
 
 
 class RevisionCode:
@@ -62,6 +64,9 @@ class RevisionCode:
         self._failed: dict[str, str] = {}  # module name -> why the revision's cannot be imported
         self._inside: dict[str, Path | None] = {}  # module file -> its path in the repo (None: outside)
         self._importing = 0  # imports of the revision's code in progress (sys.modules is its view)
+        # Imports the revision's functions made when called: each goes through this loader, whose
+        # Python costs another time than the interpreter's own import (host-timed pairs differ).
+        self.imports_when_called = 0
         # What each import statement of the revision's code gave: (package, name, level, fromlist).
         self._imported: dict[tuple[Any, str, int, tuple[str, ...]], ModuleType] = {}
         self._roots_seen: list[Path] = []  # the import roots found so far, relative to the top
@@ -175,7 +180,13 @@ class RevisionCode:
                 reason=f"{name} in {module.__name__} at {self.name} is a {type(value).__name__}, "
                 "not a callable",
             )
-        return Lookup(Found.SAME_NAME, fn=value, where=where, adapt=self.translate)
+        return Lookup(
+            Found.SAME_NAME,
+            fn=value,
+            where=where,
+            adapt=self.translate,
+            imports_when_called=lambda: self.imports_when_called,
+        )
 
     def _load(self, module_name: str) -> ModuleType | str:
         """The revision's module, imported once; or why it cannot be."""
@@ -211,6 +222,7 @@ class RevisionCode:
         real = builtins.__import__
         if self._importing:  # sys.modules and sys.path are the revision's already
             return real(name, globals, locals, fromlist, level)
+        self.imports_when_called += 1
         key = ((globals or {}).get("__package__"), name, level, tuple(fromlist or ()))
         known = self._imported.get(key)
         if known is not None:  # the same import statement again: as cheap as can be
