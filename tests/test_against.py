@@ -19,11 +19,15 @@ from pytest_kernelperf.results import runfile
 
 CONFTEST = """
 import pytest
-from pytest_kernelperf.testing import ScriptedTimer
+from pytest_kernelperf.testing import FakeProfiler, ScriptedTimer
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_kernelperf_make_timer(config, settings, device):
     return ScriptedTimer(round_sd=0.003)
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_kernelperf_profile_call(config, profile_request):
+    return FakeProfiler()(profile_request)
 """
 
 # A package with a relative import: REF's function must see REF's constant.

@@ -462,7 +462,13 @@ def _file(module: ModuleType | None) -> Path | None:
     where = getattr(module, "__file__", None)
     if not isinstance(where, str):
         return None
-    return Path(where).resolve()
+    return _resolved(where)
+
+
+@functools.cache
+def _resolved(path: str) -> Path:
+    """A module file's real path, found once (a process with torch holds thousands of modules)."""
+    return Path(path).resolve()
 
 
 def _names_in(module: ModuleType, target: object) -> list[str]:
