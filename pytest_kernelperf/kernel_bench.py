@@ -258,7 +258,7 @@ class KernelBench:
             prepare = _restorer((tuple(args), kwargs), saved, self._hooks.fail, self.nodeid)
             base = self._base(fn)
             # The counterpart's answer is taken on the inputs as they were before fn's first call.
-            original = snapshot((tuple(args), kwargs)) if base is not None and base.fn else None
+            original = snapshot((tuple(args), kwargs)) if base is not None and base.fn is not None else None
             # Opened before the first call: a fresh torch.compile context must precede compilation.
             with self._opened(
                 CallContext(
@@ -499,7 +499,9 @@ class KernelBench:
             try:
                 adapted = base.lookup.adapt(original)
                 expected = base.fn(*adapted[0], **adapted[1])
-            except (Exception, SystemExit) as exc:  # its code, not the test's: not comparable
+            except BaseException as exc:  # its code, not the test's (pytest.skip too): not comparable
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
                 lookup = replace(
                     base.lookup, found=Found.UNLOADABLE, reason=f"{where} raised {type(exc).__name__}: {exc}"
                 )
@@ -992,7 +994,9 @@ def _interleaved(
             method = fn_rounds[0].device_time.method if fn_rounds else None
             try:
                 other_rounds[index].append(timer.measure(others[index], replace(one, prefer_method=method)))
-            except Exception as exc:
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # SystemExit, pytest.fail and pytest.skip included
                 raise _OtherFailed(index, exc) from exc
     return merge_rounds(fn_rounds), [merge_rounds(rounds) for rounds in other_rounds]
 
@@ -1000,7 +1004,7 @@ def _interleaved(
 class _OtherFailed(Exception):
     """A round of a function timed beside fn raised `error`."""
 
-    def __init__(self, index: int, error: Exception) -> None:
+    def __init__(self, index: int, error: BaseException) -> None:
         super().__init__(str(error))
         self.index = index
         self.error = error

@@ -439,3 +439,101 @@ HOST = """
 class HostTimer(ScriptedTimer):
     method = "wall-clock"  # as the CPU's timer: the Python code of the call is in the time
 """
+
+
+SECOND_AT_REF = """
+import pytest
+
+class Unsized:
+    # A callable whose truth raises, as a torch.compile'd nn.Module does.
+    def __len__(self):
+        raise TypeError("no len()")
+
+    def __call__(self, x):
+        return x * 2
+
+module_like = Unsized()
+Unsized.fake_ms = 0.02
+
+def push(xs):
+    xs.append(xs[0] * 2)
+
+push.fake_ms = 0.02
+
+def skipping(x):
+    pytest.skip("skips at the revision")
+
+skipping.fake_ms = 0.02
+
+def outer(fn):
+    def run(x):  # no functools.wraps: the wrapper's module is this one, its name "run"
+        return fn(x)
+
+    run.fake_ms = fn.fake_ms
+    return run
+
+def _fast(x):
+    return x * 2
+
+_fast.fake_ms = 0.02
+fast = outer(_fast)
+"""
+SECOND_TESTS = """
+import torch
+from kern.second import fast, module_like, push, skipping
+
+def triple(x):  # a helper of the test module that shares a name with the branch's new kernel
+    return x * 3
+
+def test_module_like(kernel_bench):
+    kernel_bench(module_like, torch.ones(8))
+
+def test_push(kernel_bench):
+    xs = [torch.ones(4)]
+    kernel_bench(push, xs, restore_inputs=True)
+
+def test_skipping(kernel_bench):
+    kernel_bench(skipping, torch.ones(8))
+
+def test_fast(kernel_bench):
+    kernel_bench(fast, torch.ones(8))
+"""
+SECOND_NEW = """
+import torch
+from kern.newer import triple
+
+def test_triple(kernel_bench):
+    kernel_bench(triple, torch.ones(8))
+"""
+
+
+def test_unsized_callables_restored_lists_skips_and_namesakes_at_the_revision(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    (repo / "kern" / "second.py").write_text(SECOND_AT_REF)
+    (repo / "test_second.py").write_text(SECOND_TESTS)
+    (repo / "test_newer.py").write_text(SECOND_TESTS.replace("def test_", "def _unused_"))
+    git_run(repo, "add", "-A")
+    git_run(repo, "commit", "-qm", "second")
+    # In the branch: skipping no longer skips, fast is 50% slower, and test_newer.py times a new
+    # kernel named like the revision's test helper.
+    (repo / "kern" / "second.py").write_text(
+        SECOND_AT_REF.replace('    pytest.skip("skips at the revision")', "    return x").replace(
+            "_fast.fake_ms = 0.02", "_fast.fake_ms = 0.03"
+        )
+    )
+    (repo / "kern" / "newer.py").write_text("def triple(x):\n    return x * 3\n\ntriple.fake_ms = 0.01\n")
+    (repo / "test_newer.py").write_text(SECOND_NEW)
+    result = run(pytester, "--kernelperf-against", "HEAD", "test_second.py", "test_newer.py", "-W", "ignore")
+    found = results(pytester)
+    outcome = {test: (r["verdict"], r["against"]["found"]) for test, r in found.items()}
+    assert outcome == {
+        "test_module_like": ("same", "found"),
+        "test_push": ("same", "found"),  # the restored list is the one the revision's push sees
+        "test_skipping": ("incomparable", "unloadable"),  # its skip does not skip this test
+        "test_fast": ("slower", "found"),  # a wrapper without wraps, held under its module's name
+        "test_triple": ("new", "absent"),  # not the revision's test helper of the same name
+    }
+    assert found["test_push"]["against"]["answers"] == "identical"
+    assert "raised Skipped" in found["test_skipping"]["comparison"]["reason"]
+    result.assert_outcomes(failed=1, passed=4)

@@ -84,22 +84,28 @@ class RevisionCode:
         all, why."""
         home = sys.modules.get(getattr(fn, "__module__", None) or "")
         defined = inspect.isfunction(fn) or inspect.isbuiltin(fn) or inspect.isclass(fn)
-        if defined and home is not None and self._repo_file(home) is None:
-            # A function's module is where its code is (an object's is only its type's).
-            return Lookup(
-                Found.OUTSIDE,
-                reason=f"{_describe(fn)} comes from {home.__name__}, outside the repository: "
-                f"{self.name} runs the same code",
-            )
+        # A function's module is where its code is (an object's is only its type's).
+        outside = Lookup(
+            Found.OUTSIDE,
+            reason=f"{_describe(fn)} comes from {getattr(home, '__name__', '?')}, outside the "
+            f"repository: {self.name} runs the same code",
+        )
         owner = getattr(fn, "__self__", None)
         target, attribute = (owner, getattr(fn, "__name__", "")) if _bound(fn) else (fn, "")
         tried: list[Lookup] = []
         for module in self._homes(target, test_module):
+            # Held by a module that did not define it (imported there): the revision's object of
+            # that name must not have been defined there either, or it is another function.
+            borrowed = module.__name__ != getattr(target, "__module__", None)
             for name in _names_in(module, target):
-                lookup = self._counterpart(module, f"{name}.{attribute}" if attribute else name)
+                lookup = self._counterpart(module, f"{name}.{attribute}" if attribute else name, borrowed)
+                if lookup.found is Found.SAME_NAME and lookup.fn is fn:
+                    return outside  # the revision holds the very same object: shared code
                 if lookup.found is Found.SAME_NAME:
                     return lookup
                 tried.append(lookup)
+        if defined and home is not None and self._repo_file(home) is None:
+            return outside
         if tried:
             return tried[0]
         return Lookup(
@@ -116,10 +122,14 @@ class RevisionCode:
         lists and dicts item by item; anything else (tensors, numbers, objects of other classes) as
         it is."""
         kind = type(value)
+        # A container is rebuilt only where an item changes: an in-place kernel's list stays the
+        # list its inputs are restored into.
         if kind in (tuple, list):
-            return kind(self.translate(item) for item in value)
+            items = [self.translate(item) for item in value]
+            return value if all(a is b for a, b in zip(items, value, strict=True)) else kind(items)
         if kind is dict:
-            return {key: self.translate(item) for key, item in value.items()}
+            changed = {key: self.translate(item) for key, item in value.items()}
+            return value if all(changed[key] is value[key] for key in value) else changed
         home = sys.modules.get(kind.__module__)
         if home is None or self._repo_file(home) is None:
             return value
@@ -155,7 +165,7 @@ class RevisionCode:
 
         return sorted(own, key=rank)
 
-    def _counterpart(self, module: ModuleType, name: str) -> Lookup:
+    def _counterpart(self, module: ModuleType, name: str, borrowed: bool = False) -> Lookup:
         where = f"{module.__name__}:{name}"
         relative = self._repo_file(module)
         assert relative is not None
@@ -173,6 +183,13 @@ class RevisionCode:
                     reason=f"{module.__name__} at {self.name} has no {name}",
                 )
             value = getattr(value, part)
+        if borrowed and getattr(value, "__module__", None) == module.__name__:
+            return Lookup(
+                Found.ABSENT,
+                where=where,
+                reason=f"at {self.name}, {name} in {module.__name__} is a function of that module, "
+                "not the one timed here",
+            )
         if not callable(value):
             return Lookup(
                 Found.UNLOADABLE,
