@@ -91,6 +91,8 @@ def pytest_configure(config: pytest.Config) -> None:
         against=against,
     )
     KernelperfRun(config, session, role, faults, gpus).register()
+    if against is not None and role is Role.MAIN:
+        against.share()  # one export for the run's workers and children too
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -537,3 +537,24 @@ def test_unsized_callables_restored_lists_skips_and_namesakes_at_the_revision(
     assert found["test_push"]["against"]["answers"] == "identical"
     assert "raised Skipped" in found["test_skipping"]["comparison"]["reason"]
     result.assert_outcomes(failed=1, passed=4)
+
+
+@pytest.mark.slow  # xdist workers are processes of their own
+def test_xdist_workers_use_the_main_processs_export(
+    pytester: pytest.Pytester, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (repo / "kern" / "ops.py").write_text(OPS.format(double_ms=0.021))
+    (repo / "test_where.py").write_text(
+        "import os\n\n"
+        "def test_the_export_is_the_main_processs():\n"
+        "    commit, _, tree = os.environ['KERNELPERF_AGAINST_TREE'].partition(':')\n"
+        "    owner = tree.split('kernelperf-against-')[1].split('-')[0]\n"
+        "    assert os.path.isdir(tree) and int(owner) != os.getpid()\n"
+    )
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    result = pytester.runpytest_subprocess(
+        *SUBPROCESS_ARGS, "-n", "2", "--kernelperf-against", "HEAD", "--kernelperf-json=run.json"
+    )
+    result.assert_outcomes(failed=1, passed=2)  # test_double is 5% slower
+    assert results(pytester)["test_double"]["against"]["found"] == "found"
+    assert list(tmp_path.glob("kernelperf-*")) == []

@@ -1,6 +1,7 @@
-"""`--kernelperf-against REF`: REF resolved when the run starts, its files exported on the first
-kernel_bench call that needs them (each process its own copy: xdist workers, isolated children),
-and removed when the run ends, Ctrl-C included. A process killed outright (SIGKILL, SIGTERM, a
+"""`--kernelperf-against REF`: REF resolved when the run starts, its files exported once by the main
+process (its xdist workers and isolated children are told where, through the environment; a process
+on its own exports on the first kernel_bench call that needs them), and removed when the run ends,
+Ctrl-C included. A process killed outright (SIGKILL, SIGTERM, a
 cancelled CI job) cannot clean up: its export is removed by the next run that finds it."""
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from pytest_kernelperf.revision.loader import Lookup, RevisionCode
 from pytest_kernelperf.revision.source import Revision, RevisionError, export
 
 PREFIX = "kernelperf-against-"  # then the exporting process's id: kernelperf-against-1234-<random>
+# The main process's export, "<commit>:<folder>", for the workers and children it starts.
+SHARED = "KERNELPERF_AGAINST_TREE"
 
 
 class AgainstRevision:
@@ -36,9 +39,21 @@ class AgainstRevision:
             return Lookup(Found.UNLOADABLE, reason=code)
         return code.find(fn, self._rootdir / test_module)
 
+    def share(self) -> None:
+        """Export now, and name the export in the environment, so that the xdist workers and
+        isolated children this process starts use it instead of exporting their own."""
+        code = self._revision_code()
+        if isinstance(code, RevisionCode) and self._folder is not None:
+            os.environ[SHARED] = f"{self.revision.commit}:{code.base_top}"
+
     def _revision_code(self) -> RevisionCode | str:
-        """The revision's code, exported once; or, every time after a failed export, why."""
+        """The revision's code, exported once (or the main process's export); or, every time
+        after a failed export, why."""
         if self._code is None:
+            commit, _, shared = os.environ.get(SHARED, "").partition(":")
+            if commit == self.revision.commit and shared and Path(shared).is_dir():
+                self._code = RevisionCode(self.revision.top, Path(shared), self.revision.describe())
+                return self._code
             remove_stale_exports()
             self._folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
             try:
@@ -53,6 +68,8 @@ class AgainstRevision:
     def close(self) -> None:
         """Remove the exported files (the revision's modules stay loaded until the process ends)."""
         if self._folder is not None:
+            if os.environ.get(SHARED, "").startswith(f"{self.revision.commit}:{self._folder}"):
+                del os.environ[SHARED]
             shutil.rmtree(self._folder, ignore_errors=True)
             self._folder = None
 
