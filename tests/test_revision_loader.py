@@ -30,6 +30,8 @@ def src_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
         "def scale(x):\n    return x * FACTOR\n\n"
         "class Kernels:\n    @staticmethod\n    def shift(x):\n        return x + FACTOR\n\n"
         "unnamed = [lambda x: x]\n\n"
+        "class _Scale:\n    def __call__(self, x):\n        return x * FACTOR\n\n"
+        "class Ops:\n    scale = _Scale()\n\n"
         # Imports made when called, as example_kernels' Triton GELU makes one.
         "def lazy_relative(x):\n    from .helpers import FACTOR as factor\n\n    return x * factor\n\n"
         "def lazy_absolute(x):\n    import pkg.helpers\n\n    return x * pkg.helpers.FACTOR\n"
@@ -61,6 +63,8 @@ def test_the_counterpart_uses_the_revisions_modules_and_the_process_keeps_its_ow
     assert scale.found is Found.SAME_NAME and scale.where == "pkg.kern:scale"
     assert scale.fn is not None and scale.fn(1) == 2 and kern.scale(1) == 3
     assert shift.fn is not None and shift.fn(1) == 3 and shift.where == "pkg.kern:Kernels.shift"
+    held = code.find(kern.Ops.scale)  # a callable object held by a class
+    assert held.fn is not None and held.fn(1) == 2 and held.where == "pkg.kern:Ops.scale"
     assert sys.modules["pkg.kern"] is kern and sys.modules["pkg.helpers"].FACTOR == 3
     assert code.find(kern.scale).fn is scale.fn  # the revision's module is loaded once
 

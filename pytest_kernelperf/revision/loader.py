@@ -489,20 +489,26 @@ def _resolved(path: str) -> Path:
 
 
 def _names_in(module: ModuleType, target: object) -> list[str]:
-    """The names under which `module` holds `target` at module level (or in a class there, for a
-    static function: "Kernels.gelu"), the target's own name first."""
+    """The names under which `module` holds `target`: at module level, the target's own name first,
+    else as an attribute of a class the module defines ("Kernels.gelu", a static function or a
+    callable object held by the class)."""
     namespace = list(vars(module).items())
     names = [name for name, held in namespace if held is target and not name.startswith("__")]
     own = getattr(target, "__name__", None)
     names.sort(key=lambda name: name != own)
-    qualname = getattr(target, "__qualname__", "")
-    if not names and isinstance(qualname, str) and qualname and "<" not in qualname:
-        value: Any = module
-        for part in qualname.split("."):
-            value = getattr(value, part, None)
-        if value is target:
-            names.append(qualname)
+    if names:
+        return names
+    for name, held in namespace:
+        if isinstance(held, type) and held.__module__ == module.__name__:
+            names += [
+                f"{name}.{attr}" for attr, value in list(vars(held).items()) if _unwrapped(value) is target
+            ]
     return names
+
+
+def _unwrapped(value: object) -> object:
+    """A class attribute as reading it gives it: a staticmethod's function."""
+    return value.__func__ if isinstance(value, staticmethod) else value
 
 
 def _bound(fn: object) -> bool:

@@ -100,14 +100,20 @@ def _commit(repo: Path, message: str, **files: str) -> str:
     return _git(repo, "rev-parse", "HEAD").strip()
 
 
-@pytest.mark.slow
-def test_bisect_finds_the_planted_slowdown_and_its_cause(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _new_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty repository on branch main; the runs it times write no step summary."""
     repo = tmp_path / "repo"
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    return repo
+
+
+@pytest.mark.slow
+def test_bisect_finds_the_planted_slowdown_and_its_cause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _new_repo(tmp_path, monkeypatch)
     good = _commit(
         repo,
         "kernel and its test",
@@ -186,10 +192,7 @@ def test_judge_paired_takes_the_runs_own_paired_verdicts() -> None:
 def test_a_paired_bisect_finds_a_small_slowdown_timing_each_commit_beside_good(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    repo = _new_repo(tmp_path, monkeypatch)
     files = {"conftest.py": CONFTEST, "test_k.py": textwrap.dedent(TEST_MODULE), "code.txt": "aaaa1111"}
     good = _commit(repo, "kernel and its test", **files, **{"speed.txt": "1.0"})
     _commit(repo, "docs", **{"README": "a kernel\n"})
