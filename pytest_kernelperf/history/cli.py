@@ -343,6 +343,7 @@ EXPORT_COLUMNS = (
     "reference_ratio",
     "against_commit",
     "against_ms",
+    "peak_memory_bytes",
     "bytes",
     "gb_per_s",
     "peak_gb_per_s",

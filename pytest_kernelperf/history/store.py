@@ -122,6 +122,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE measurements ADD COLUMN against_commit TEXT",
         "ALTER TABLE measurements ADD COLUMN against_ms REAL",
     ),
+    # 4: the peak device memory of one call beyond its inputs (results[].memory.peak_bytes).
+    ("ALTER TABLE measurements ADD COLUMN peak_memory_bytes INTEGER",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -279,7 +281,8 @@ def _measurements(run: Mapping[str, Any]) -> Iterator[tuple[SeriesKey, dict[str,
         autotune = result.get("autotune", entry.get("autotune"))
         reference = result.get("reference") if isinstance(result.get("reference"), dict) else {}
         against = result.get("against") if isinstance(result.get("against"), dict) else {}
-        assert isinstance(against, dict)
+        memory = result.get("memory") if isinstance(result.get("memory"), dict) else {}
+        assert isinstance(against, dict) and isinstance(memory, dict)
         throughput = result.get("throughput") if isinstance(result.get("throughput"), dict) else {}
         assert isinstance(reference, dict) and isinstance(throughput, dict)
         device = str(result.get("device") or "")
@@ -313,6 +316,7 @@ def _measurements(run: Mapping[str, Any]) -> Iterator[tuple[SeriesKey, dict[str,
                 "reference_ms": None,
                 "against_commit": None,
                 "against_ms": None,
+                "peak_memory_bytes": None,
                 "bytes": None,
                 "gb_per_s": None,
                 "peak_gb_per_s": None,
@@ -324,6 +328,9 @@ def _measurements(run: Mapping[str, Any]) -> Iterator[tuple[SeriesKey, dict[str,
                 row["autotune"] = None if autotune is None else _dumps(autotune)
                 row["reference_ratio"] = _number(reference.get("ratio"))
                 row["reference_ms"] = _number(reference.get("median_ms"))
+                peak = memory.get("peak_bytes")
+                if isinstance(peak, int) and not isinstance(peak, bool) and peak >= 0:
+                    row["peak_memory_bytes"] = peak
                 if isinstance(against.get("commit"), str):
                     row["against_commit"] = against["commit"]
                     row["against_ms"] = _number(against.get("median_ms"))
@@ -796,6 +803,7 @@ class HistoryStore:
             "SELECT r.id, r.created, r.commit_sha, r.branch, s.test, s.name, s.device, s.cache, s.metric, "
             "m.verdict, m.method, m.median_ms, m.ci_low_ms, m.ci_high_ms, m.n, m.rounds_ms, m.quantiles_ms, "
             "m.kernels, m.autotune, m.reference_ratio, m.reference_ms, m.against_commit, m.against_ms, "
+            "m.peak_memory_bytes, "
             "m.bytes, m.gb_per_s, m.peak_gb_per_s, "
             "m.peak_fraction, m.artifacts FROM measurements m JOIN runs r ON r.id = m.run_id "
             "JOIN series s ON s.id = m.series_id "
@@ -969,6 +977,7 @@ _ROW_FIELDS = (
     "reference_ms",
     "against_commit",
     "against_ms",
+    "peak_memory_bytes",
     "bytes",
     "gb_per_s",
     "peak_gb_per_s",

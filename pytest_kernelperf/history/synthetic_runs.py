@@ -28,6 +28,7 @@ def result(
     host_ms: float | None = None,
     artifacts: Sequence[str] = (),
     samples: int = 20,
+    peak_memory_bytes: int | None = None,
 ) -> dict[str, Any]:
     rng = random.Random(f"{nodeid}:{median_ms}")
     samples_ms = [median_ms * (1 + rng.gauss(0, 0.002)) for _ in range(samples)]
@@ -91,6 +92,14 @@ def result(
     }
     if autotune is not None:
         out["autotune"] = autotune
+    if peak_memory_bytes is not None:
+        out["memory"] = {
+            "peak_bytes": peak_memory_bytes,
+            "baseline_bytes": None,
+            "threshold": 0.1,
+            "exceeded": False,
+            "allocations": [],
+        }
     return out
 
 

@@ -139,8 +139,8 @@ def test_an_older_database_is_upgraded_and_keeps_its_runs(tmp_path: Path) -> Non
         old.append_run(rf.run([rf.result("t.py::test_a", 1.0)]))
     db = sqlite3.connect(path)
     db.execute("DROP TABLE analyses")  # back to version 1, with a run in it
-    db.execute("ALTER TABLE measurements DROP COLUMN against_commit")
-    db.execute("ALTER TABLE measurements DROP COLUMN against_ms")
+    for column in ("against_commit", "against_ms", "peak_memory_bytes"):
+        db.execute(f"ALTER TABLE measurements DROP COLUMN {column}")
     db.execute("PRAGMA user_version = 1")
     db.commit()
     db.close()
@@ -148,9 +148,8 @@ def test_an_older_database_is_upgraded_and_keeps_its_runs(tmp_path: Path) -> Non
         assert upgraded.schema_version == SCHEMA_VERSION
         assert upgraded.run_count() == 1
         assert upgraded.db.execute("SELECT COUNT(*) FROM analyses").fetchone()[0] == 0
-        assert upgraded.db.execute("SELECT against_commit, against_ms FROM measurements").fetchall() == [
-            (None, None)
-        ]
+        columns = "SELECT against_commit, against_ms, peak_memory_bytes FROM measurements"
+        assert upgraded.db.execute(columns).fetchall() == [(None, None, None)]
 
 
 def test_a_database_from_a_newer_version_is_refused(tmp_path: Path) -> None:
@@ -294,3 +293,12 @@ def test_host_latency_keeps_the_rounds_of_the_entry_the_run_would_record(store: 
     (sid,) = [sid for sid, key in store.series().items() if key.metric == "host_latency"]
     (point,) = store.points(sid)[sid]
     assert point.rounds() == (0.079, 0.08, 0.081)
+
+
+def test_the_peak_device_memory_of_a_call_is_kept_and_exported(store: HistoryStore) -> None:
+    store.append_run(
+        rf.run([rf.result("t.py::test_a", 1.0, peak_memory_bytes=64 << 20), rf.result("t.py::test_b", 1.0)])
+    )
+    rows = {m["test"]: m for m in store.measurements() if m["metric"] == "device_time"}
+    assert rows["t.py::test_a"]["peak_memory_bytes"] == 64 << 20
+    assert rows["t.py::test_b"]["peak_memory_bytes"] is None
