@@ -216,3 +216,19 @@ def test_the_threshold_comes_from_the_environment(monkeypatch: pytest.MonkeyPatc
         assert progress.threshold() == progress.DEFAULT_AFTER_S
     monkeypatch.delenv(AFTER_VARIABLE)
     assert progress.threshold() == 5.0
+
+
+@pytest.mark.slow
+def test_an_isolated_test_running_long_is_said_by_its_parent(project: Project) -> None:
+    project.monkeypatch.setenv(AFTER_VARIABLE, "0.02")
+    project.module(SLOW_FIRST_CALL)
+    seed_peak_cache(project.pytester.path)
+    result = project.pytester.runpytest_subprocess(*SUBPROCESS_ARGS, "--kernelperf-isolate", "-q")
+    result.assert_outcomes(passed=2)
+    lines = result.stdout.lines
+    assert "kernelperf: test_kernels.py::test_slow in a fresh process ..." in lines
+    assert any(
+        re.fullmatch(r"kernelperf: test_kernels.py::test_slow in a fresh process \.\.\. [0-9.]+ s", x)
+        for x in lines
+    )
+    assert "kernelperf: first call" not in result.stdout.str()  # the child says nothing itself

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -214,15 +215,22 @@ class IsolatingParent:
     """In the main process: run each kernel_bench test in a child, replay its reports and hand its
     payload to `absorb`."""
 
-    def __init__(self, config: pytest.Config, absorb: Callable[[Any, str], None]) -> None:
+    def __init__(
+        self,
+        config: pytest.Config,
+        absorb: Callable[[Any, str], None],
+        progress: Callable[[str], AbstractContextManager[None]] = lambda what: nullcontext(),
+    ) -> None:
         self.config = config
         self.absorb = absorb
+        self.progress = progress  # a child that runs long is said on the terminal (progress.py)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
         if not uses_kernel_bench(item):
             return None
-        child = run(self.config, item)
+        with self.progress(f"{item.nodeid} in a fresh process"):
+            child = run(self.config, item)
         reports = [
             self.config.hook.pytest_report_from_serializable(config=self.config, data=data)
             for data in child.reports

@@ -81,7 +81,8 @@ class KernelperfRun:
             assert nodeids is not None
             manager.register(recording.RecordingProcess(nodeids), "kernelperf-recording-process")
         elif self.settings.isolate:  # the main process or an xdist worker isolates its tests
-            manager.register(isolate.IsolatingParent(self.config, self.absorb), "kernelperf-isolate")
+            parent = isolate.IsolatingParent(self.config, self.absorb, self._watch)
+            manager.register(parent, "kernelperf-isolate")
 
     # --- payloads of other processes ------------------------------------------------------------
 
@@ -203,6 +204,11 @@ class KernelperfRun:
             self.session.results.sort(key=lambda result: order.get(result.nodeid, len(order)))
         if not self.reports.write_files() and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+    def _watch(self, what: str) -> AbstractContextManager[None]:
+        """A step said on the terminal should it run long, and how long it took."""
+        progress = self.session.progress
+        return progress.step(what) if progress is not None else nullcontext()
 
     def _say(self, what: str) -> AbstractContextManager[None]:
         """A long step said on the terminal at once, and how long it took when it ends."""
