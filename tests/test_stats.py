@@ -46,3 +46,27 @@ def test_compress_keeps_the_distribution() -> None:
 def test_no_samples_is_an_error() -> None:
     with pytest.raises(ValueError, match="no samples"):
         stats.summarize([])
+
+
+def test_the_binomial_and_t_quantiles_from_scipy_special_are_scipy_stats_own() -> None:
+    """The judge and the median's interval use scipy.special (a third of scipy.stats's import
+    time); their figures are scipy.stats's."""
+    import math
+
+    from scipy import stats as scipy_stats
+
+    from pytest_kernelperf.verdict.judge import _t_test
+    from pytest_kernelperf.verdict.stats import binomial_half_ppf
+
+    for n in [*range(3, 200), 1000, 12345]:
+        for confidence in (0.5, 0.9, 0.95, 0.99):
+            tail = (1 - confidence) / 2
+            assert binomial_half_ppf(tail, n) == int(scipy_stats.binom.ppf(tail, n, 0.5)), (n, confidence)
+    for df in (1.0, 4.0, 37.3, 200.0):
+        for d in (-0.02, 0.0, 0.013):
+            test = _t_test(d, 0.004, df, 0.001, 0.003, "")
+            t = d / 0.004
+            assert math.isclose(test.p_slower, scipy_stats.t.sf(t, df), rel_tol=1e-9, abs_tol=1e-15)
+            assert math.isclose(test.p_faster, scipy_stats.t.cdf(t, df), rel_tol=1e-9, abs_tol=1e-15)
+            critical = scipy_stats.t.ppf(1 - 0.001, df)
+            assert math.isclose(test.ratio_ci[1], math.exp(d + critical * 0.004), rel_tol=1e-9)
