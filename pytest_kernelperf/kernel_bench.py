@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_kernelperf import call_arguments
 from pytest_kernelperf.baselines.schema import as_stored
@@ -69,8 +69,6 @@ from pytest_kernelperf.model.result import (
 from pytest_kernelperf.profiling.call_context import CallContext, CallRecord
 from pytest_kernelperf.profiling.capture import PROFILED_CALLS, CallProfile, ProfileRequest, artifact_folder
 from pytest_kernelperf.profiling.explain import context_notes, regression_details
-from pytest_kernelperf.revision.loader import Lookup
-from pytest_kernelperf.revision.source import Revision
 from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict import noise, stats
 from pytest_kernelperf.verdict.judgement import (
@@ -85,6 +83,10 @@ from pytest_kernelperf.verdict.judgement import (
 from pytest_kernelperf.verdict.memory import judge_memory, memory_message
 from pytest_kernelperf.verdict.prior import NoisePrior, groups, within_variance
 from pytest_kernelperf.verdict.ratio import check_ratio, ratio_message, validate_max_ratio
+
+if TYPE_CHECKING:  # --kernelperf-against's loader is imported only by a run that uses it
+    from pytest_kernelperf.revision.loader import Lookup
+    from pytest_kernelperf.revision.source import Revision
 
 UPDATE_HINT = "If the change is intended, record new baselines with `pytest --kernelperf-update-baselines`."
 
@@ -696,13 +698,7 @@ class KernelBench:
             verdict = Verdict.NEW if absent else Verdict.INCOMPARABLE
             comparison = Comparison(verdict, reason=base.lookup.reason)
             return replace(result, verdict=verdict, comparison=comparison, baseline_file=None, against=check)
-        context = JudgementContext(
-            threshold=self.settings.threshold,
-            alpha=self.settings.alpha,
-            host_threshold=self.settings.host_threshold,
-            planned_judgements=self._hooks.planned_judgements(device.name),
-            prior=self._hooks.noise_prior(device.name),
-        )
+        context = self._context(device)
         measured, there = timing.device_time, base_timing.device_time
         if measured.method != there.method:
             reason = f"{check.revision} timed with {there.method}, this code with {measured.method}"
@@ -820,6 +816,20 @@ class KernelBench:
             return None
         self._hooks.fail(str(problem))  # outside the except block: no chained traceback
 
+    def _context(
+        self, device: DeviceInfo, history: Sequence[Sequence[float]] | None = None
+    ) -> JudgementContext:
+        """What this call's judgements are made with: the settings' floors and level, the run's
+        judgements and noise prior on this device, and the kernel's past rounds where known."""
+        return JudgementContext(
+            threshold=self.settings.threshold,
+            alpha=self.settings.alpha,
+            host_threshold=self.settings.host_threshold,
+            planned_judgements=self._hooks.planned_judgements(device.name),
+            prior=self._hooks.noise_prior(device.name),
+            history=history,
+        )
+
     def _judge(
         self,
         timing: Timing,
@@ -838,14 +848,7 @@ class KernelBench:
             history = self._hooks.past_rounds(
                 PastRuns.of(self.nodeid, name, settings.cache, device.name, baseline)
             )
-        context = JudgementContext(
-            threshold=settings.threshold,
-            alpha=settings.alpha,
-            host_threshold=settings.host_threshold,
-            planned_judgements=self._hooks.planned_judgements(device.name),
-            prior=self._hooks.noise_prior(device.name),
-            history=history,
-        )
+        context = self._context(device, history)
         current = Measured(
             _record_of(measured),
             _record_of(host) if host is not None else None,

@@ -18,7 +18,6 @@ from pytest_kernelperf.measure.faults import FaultGuard
 from pytest_kernelperf.measure.memory import MemoryReading, MemoryRequest
 from pytest_kernelperf.measure.timing import Timer, make_timer
 from pytest_kernelperf.model.device import DeviceInfo
-from pytest_kernelperf.plugins.against import AgainstRevision
 from pytest_kernelperf.plugins.gpus import GpuPlacement
 from pytest_kernelperf.plugins.progress import Progress
 from pytest_kernelperf.plugins.role import ROLE, Role
@@ -26,8 +25,6 @@ from pytest_kernelperf.plugins.role import decide as decide_role
 from pytest_kernelperf.plugins.run import KernelperfRun
 from pytest_kernelperf.plugins.session import KernelperfSession
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
-from pytest_kernelperf.revision.source import RevisionError
-from pytest_kernelperf.revision.source import resolve as resolve_revision
 from pytest_kernelperf.settings import MARKER_KEYS, OPTIONS, Settings, SettingsError, merge_markers, resolve
 
 SESSION = pytest.StashKey[KernelperfSession]()
@@ -67,12 +64,10 @@ def pytest_configure(config: pytest.Config) -> None:
     except SettingsError as exc:
         raise pytest.UsageError(f"pytest-kernelperf: {exc}") from None
     against = None
-    if settings.against is not None:
-        try:
-            revision = resolve_revision(Path(config.rootpath), settings.against)
-        except RevisionError as exc:
-            raise pytest.UsageError(f"pytest-kernelperf: --kernelperf-against: {exc}") from None
-        against = AgainstRevision(revision, Path(config.rootpath))
+    if settings.against is not None:  # imported only then: its loader adds to every start-up
+        from pytest_kernelperf.plugins.against import against_revision
+
+        against = against_revision(settings.against, Path(config.rootpath))
     role = config.stash[ROLE] = decide_role(config)
     faults = FaultGuard()
     # The parent of isolated tests measures nothing itself: its children pin their GPUs.

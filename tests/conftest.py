@@ -40,6 +40,25 @@ def pytest_kernelperf_make_timer(config, settings, device):
     return ScriptedTimer()
 """
 
+
+def scripted_conftest(**timer_arguments: object) -> str:
+    """A conftest whose kernels state their time (ScriptedTimer with these arguments) and launches
+    (FakeProfiler)."""
+    arguments = ", ".join(f"{name}={value!r}" for name, value in timer_arguments.items())
+    return f"""
+import pytest
+from pytest_kernelperf.testing import FakeProfiler, ScriptedTimer
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_kernelperf_make_timer(config, settings, device):
+    return ScriptedTimer({arguments})
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_kernelperf_profile_call(config, profile_request):
+    return FakeProfiler()(profile_request)
+"""
+
+
 # A kernel whose time (FAKE_MS) and answer (FAKE_SCALE) the test sets through the environment.
 KERNEL_MODULE = """
 import os

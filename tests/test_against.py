@@ -12,23 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SUBPROCESS_ARGS, git_run
+from conftest import SUBPROCESS_ARGS, git_run, scripted_conftest
 
 from pytest_kernelperf.model.result import Found, Verdict
 from pytest_kernelperf.results import runfile
 
-CONFTEST = """
-import pytest
-from pytest_kernelperf.testing import FakeProfiler, ScriptedTimer
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_kernelperf_make_timer(config, settings, device):
-    return ScriptedTimer(round_sd=0.003)
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_kernelperf_profile_call(config, profile_request):
-    return FakeProfiler()(profile_request)
-"""
+CONFTEST = scripted_conftest(round_sd=0.003)
 
 # A package with a relative import: REF's function must see REF's constant.
 OPS = """

@@ -11,7 +11,7 @@ from conftest import Project
 from reportkit import KERNELS, RATIO, setup, times
 
 from pytest_kernelperf.history import bisect
-from pytest_kernelperf.model.result import Verdict
+from pytest_kernelperf.model.result import BenchResult, Verdict
 from pytest_kernelperf.results import runfile, saved_runs
 from pytest_kernelperf.settings import DEFAULTS
 from pytest_kernelperf.verdict.judgement import Failure, failures
@@ -51,10 +51,8 @@ def test_the_run_compare_and_bisect_give_the_same_verdicts_on_one_saved_run(proj
     assert compared.keys() == in_run.keys()
     for key, result in in_run.items():
         again = compared[key]
-        assert again.verdict is result.verdict, key
+        assert_same_judgement(again, result, key)
         assert again.comparison is not None and result.comparison is not None
-        assert again.comparison.ratio == result.comparison.ratio, key
-        assert again.comparison.p_value == result.comparison.p_value, key
         assert again.comparison.planned_judgements == result.comparison.planned_judgements, key
         assert failures(again) == failures(result), key
     # bisect: the same verdict on every result GOOD (the update run) also has, and a step that is bad
@@ -65,10 +63,7 @@ def test_the_run_compare_and_bisect_give_the_same_verdicts_on_one_saved_run(proj
     assert bisected.keys() == in_both.keys()
     for key, judged in bisected.items():
         result = in_both[key]
-        assert judged.verdict is result.verdict, key
-        assert judged.comparison is not None and result.comparison is not None
-        assert judged.comparison.ratio == result.comparison.ratio, key
-        assert judged.comparison.p_value == result.comparison.p_value, key
+        assert_same_judgement(judged, result, key)
         wanted = [f for f in failures(result) if f is not Failure.MAX_RATIO]
         assert failures(judged) == wanted, key
     assert {r.verdict for r in in_run.values()} == {Verdict.SAME, Verdict.SLOWER, Verdict.FASTER, Verdict.NEW}
@@ -89,3 +84,11 @@ def test_the_run_compare_and_bisect_give_the_same_verdicts_on_one_saved_run(proj
         r.comparison.threshold for r in saved_runs.compare_runs(old, zero).results if r.comparison is not None
     }
     assert thresholds == {0.0}
+
+
+def assert_same_judgement(judged: BenchResult, result: BenchResult, key: object) -> None:
+    """The same verdict, ratio and p-value as the pytest run's."""
+    assert judged.verdict is result.verdict, key
+    assert judged.comparison is not None and result.comparison is not None
+    assert judged.comparison.ratio == result.comparison.ratio, key
+    assert judged.comparison.p_value == result.comparison.p_value, key

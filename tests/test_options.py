@@ -152,6 +152,9 @@ def test_plain_run_does_not_import_torch(pytester: object) -> None:
         def test_plain():
             assert "torch" not in sys.modules
             assert "scipy" not in sys.modules
+            # --kernelperf-against's loader and git helpers load only with the option.
+            assert "pytest_kernelperf.revision.loader" not in sys.modules
+            assert "pytest_kernelperf.plugins.against" not in sys.modules
         """
     )
     result = pytester.runpytest_subprocess(

@@ -192,7 +192,7 @@ def judge(good: Mapping[str, Any], candidate: Mapping[str, Any], threshold: floa
     return (1 if any(failed.values()) else 0), lines
 
 
-def judge_paired(candidate: Mapping[str, Any]) -> tuple[int, list[str]]:
+def judge_paired_run(candidate: Mapping[str, Any]) -> tuple[int, list[str]]:
     """(exit status for git bisect run, one line per result) of a run made with
     `--kernelperf-against GOOD`: its own paired verdicts."""
     lines, slower = [], False
@@ -291,7 +291,7 @@ def judge_main(argv: Sequence[str]) -> int:
     if candidate is None:
         status, lines = SKIP, ["pytest wrote no run file"]
     elif args.paired:
-        status, lines = judge_paired(candidate)
+        status, lines = judge_paired_run(candidate)
     else:
         status, lines = judge(read_run(args.good), candidate, args.threshold)
     verdict = _VERDICTS.get(status, "skipped")
@@ -570,7 +570,7 @@ def _bisect(
         if bad_run is None:
             raise BisectError(f"BAD {bad} gave no timed result: see {log}")
         if good_run is None:
-            bad_status, bad_lines = judge_paired(bad_run)
+            bad_status, bad_lines = judge_paired_run(bad_run)
         else:
             bad_status, bad_lines = judge(good_run, bad_run, threshold)
         if bad_status == SKIP:

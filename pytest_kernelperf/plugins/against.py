@@ -14,13 +14,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pytest_kernelperf.model.result import Found
 from pytest_kernelperf.revision.loader import Lookup, RevisionCode
-from pytest_kernelperf.revision.source import Revision, RevisionError, export
+from pytest_kernelperf.revision.source import Revision, RevisionError, export, resolve
 
 PREFIX = "kernelperf-against-"  # then the exporting process's id: kernelperf-against-1234-<random>
 # The main process's export, "<commit>:<folder>", for the workers and children it starts.
 SHARED = "KERNELPERF_AGAINST_TREE"
+
+
+def against_revision(ref: str, rootdir: Path) -> AgainstRevision:
+    """REF resolved in the repository holding `rootdir`; a usage error naming the option if it
+    cannot be."""
+    try:
+        revision = resolve(rootdir, ref)
+    except RevisionError as exc:
+        raise pytest.UsageError(f"pytest-kernelperf: --kernelperf-against: {exc}") from None
+    return AgainstRevision(revision, rootdir)
 
 
 class AgainstRevision:

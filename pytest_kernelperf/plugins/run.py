@@ -81,7 +81,7 @@ class KernelperfRun:
             assert nodeids is not None
             manager.register(recording.RecordingProcess(nodeids), "kernelperf-recording-process")
         elif self.settings.isolate:  # the main process or an xdist worker isolates its tests
-            parent = isolate.IsolatingParent(self.config, self.absorb, self._watch)
+            parent = isolate.IsolatingParent(self.config, self.absorb, self._step)
             manager.register(parent, "kernelperf-isolate")
 
     # --- payloads of other processes ------------------------------------------------------------
@@ -188,7 +188,7 @@ class KernelperfRun:
         interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
         if settings.update and self.refused is None and not interrupted:
             with self.session.clock.phase("recording_processes"):
-                self.record_more_processes(self._say)
+                self.record_more_processes(lambda what: self._step(what, announce=True))
         if settings.update and self.refused is None:
             remove: dict[Path, set[str]] = {}
             if self.pruned and findings is not None:
@@ -205,15 +205,11 @@ class KernelperfRun:
         if not self.reports.write_files() and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
-    def _watch(self, what: str) -> AbstractContextManager[None]:
-        """A step said on the terminal should it run long, and how long it took."""
+    def _step(self, what: str, announce: bool = False) -> AbstractContextManager[None]:
+        """A step said on the terminal should it run long (at once with `announce`), and how long
+        it took."""
         progress = self.session.progress
-        return progress.step(what) if progress is not None else nullcontext()
-
-    def _say(self, what: str) -> AbstractContextManager[None]:
-        """A long step said on the terminal at once, and how long it took when it ends."""
-        progress = self.session.progress
-        return progress.step(what, announce=True) if progress is not None else nullcontext()
+        return progress.step(what, announce=announce) if progress is not None else nullcontext()
 
     def _hand_over(self) -> None:
         data = self.payload().encode(self.settings.baseline_dir)

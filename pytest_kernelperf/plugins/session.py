@@ -18,7 +18,6 @@ from pytest_kernelperf.measure.timing import Timer
 from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, split_nodeid
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.model.result import BenchResult
-from pytest_kernelperf.plugins.against import AgainstRevision
 from pytest_kernelperf.plugins.progress import Progress
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
 from pytest_kernelperf.results.cost import RunClock
@@ -28,6 +27,7 @@ from pytest_kernelperf.verdict.prior import NoisePrior
 
 if TYPE_CHECKING:
     from pytest_kernelperf.history.store import HistoryStore
+    from pytest_kernelperf.plugins.against import AgainstRevision
 
 
 class KernelperfWarning(UserWarning):

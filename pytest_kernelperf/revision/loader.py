@@ -69,6 +69,7 @@ class RevisionCode:
         self.imports_when_called = 0
         # What each import statement of the revision's code gave: (package, name, level, fromlist).
         self._imported: dict[tuple[Any, str, int, tuple[str, ...]], ModuleType] = {}
+        self._classes: dict[type, type | None] = {}  # the repository's class -> the revision's
         self._roots_seen: list[Path] = []  # the import roots found so far, relative to the top
         # The builtins the revision's modules run with: an import made inside one of its functions,
         # when called (`from .triton_gelu import run`), gets the revision's module too.
@@ -130,12 +131,8 @@ class RevisionCode:
         if kind is dict:
             changed = {key: self.translate(item) for key, item in value.items()}
             return value if all(changed[key] is value[key] for key in value) else changed
-        home = sys.modules.get(kind.__module__)
-        if home is None or self._repo_file(home) is None:
-            return value
-        theirs = self._counterpart(home, kind.__qualname__)
-        other = theirs.fn
-        if other is None or other is kind or not isinstance(other, type):
+        other = self._revision_class(kind)
+        if other is None:
             return value
         if isinstance(value, enum.Enum) and issubclass(other, enum.Enum):
             return other.__members__.get(value.name, value)
@@ -151,6 +148,17 @@ class RevisionCode:
         return value
 
     # -- steps -------------------------------------------------------------------------------------
+
+    def _revision_class(self, kind: type) -> type | None:
+        """The revision's class of the same module and name as the repository's class `kind`;
+        None for other classes. Looked up once per class: arguments are translated every round."""
+        if kind not in self._classes:
+            home = sys.modules.get(kind.__module__)
+            other = None
+            if home is not None and self._repo_file(home) is not None:
+                other = self._counterpart(home, kind.__qualname__).fn
+            self._classes[kind] = other if isinstance(other, type) and other is not kind else None
+        return self._classes[kind]
 
     def _homes(self, target: object, test_module: Path | None) -> list[ModuleType]:
         """The repository's loaded modules, the likeliest holders of `target` first."""

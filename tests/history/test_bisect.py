@@ -8,25 +8,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import git_run
+from conftest import git_run, scripted_conftest
 
 from pytest_kernelperf import cli
 from pytest_kernelperf.history import synthetic_runs as rf
-from pytest_kernelperf.history.bisect import SKIP, explain, judge, judge_against, judge_paired
+from pytest_kernelperf.history.bisect import SKIP, explain, judge, judge_against, judge_paired_run
 from pytest_kernelperf.verdict.judgement import failures
 
-CONFTEST = """
-import pytest
-from pytest_kernelperf.testing import FakeProfiler, ScriptedTimer
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_kernelperf_make_timer(config, settings, device):
-    return ScriptedTimer(samples=10)
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_kernelperf_profile_call(config, profile_request):
-    return FakeProfiler()(profile_request)
-"""
+CONFTEST = scripted_conftest(samples=10)
 
 # The kernel's stated time and its generated code's hash come from files of the commit.
 TEST_MODULE = """
@@ -160,7 +149,7 @@ def _cpu_name(text: str) -> str:
     return line.split(" on ", 1)[1].split(" (hot)")[0]
 
 
-def test_judge_paired_takes_the_runs_own_paired_verdicts() -> None:
+def test_judge_paired_run_takes_the_runs_own_paired_verdicts() -> None:
     def result(verdict: str, ratio: float | None, found: str = "found") -> dict[str, object]:
         return {
             "nodeid": f"t.py::test_{verdict}",
@@ -172,7 +161,7 @@ def test_judge_paired_takes_the_runs_own_paired_verdicts() -> None:
             "against": {"found": found},
         }
 
-    slower = judge_paired({"results": [result("same", 1.001), result("slower", 1.02)]})
+    slower = judge_paired_run({"results": [result("same", 1.001), result("slower", 1.02)]})
     assert slower == (
         1,
         [
@@ -180,8 +169,8 @@ def test_judge_paired_takes_the_runs_own_paired_verdicts() -> None:
             "slower t.py::test_slower on gpu (hot): +2.0% against GOOD, paired in one process",
         ],
     )
-    assert judge_paired({"results": [result("same", 0.999)]})[0] == 0
-    status, lines = judge_paired({"results": [result("new", None, "absent")]})
+    assert judge_paired_run({"results": [result("same", 0.999)]})[0] == 0
+    status, lines = judge_paired_run({"results": [result("new", None, "absent")]})
     assert status == SKIP and lines == [
         "new    t.py::test_new on gpu (hot): GOOD has no t.py",
         "no result judged against GOOD",
