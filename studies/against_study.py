@@ -87,7 +87,19 @@ def measure(args: argparse.Namespace) -> None:
             )
             (out / f"run-{index:03d}.log").write_text(process.stdout)
             print(f"process {index}: rc {process.rc}, {process.wall_s:.0f} s", flush=True)
+            if index == 0 and not _paired_results(json_path):
+                # Nothing paired in the first process: the rest would only repeat its failure.
+                print(process.stdout[-4000:], flush=True)
+                raise SystemExit("the first process timed no pair; stopped")
             index += 1
+
+
+def _paired_results(json_path: Path) -> int:
+    try:
+        results = json.loads(json_path.read_text())["results"]
+    except (OSError, ValueError, KeyError):
+        return 0
+    return sum(1 for r in results if (r.get("against") or {}).get("median_ms") is not None)
 
 
 def _log_ratios(result: dict[str, Any]) -> list[float]:

@@ -16,7 +16,8 @@
 #                                                      # memory; scoring suite vs JUDGE_ONLY; memory growth
 #   OUT=out bash studies/gpu_session.sh cross-card     # committed example baselines judged on this card;
 #                                                      # the scoring suite against JUDGE_ONLY's baselines
-#   OUT=out bash studies/gpu_session.sh against        # A/A' of --kernelperf-against on the scoring suite,
+#   OUT=out bash studies/gpu_session.sh against        # the scoring suite's cost, cold and warm, against
+#                                                      # COST_BASELINES; A/A' of --kernelperf-against on it,
 #                                                      # as many fresh processes as fit; then its figures
 # Everything lands under $OUT/work as it is measured and is packed into $OUT/<part>.tgz at the end (or
 # when a step runs out of time), with each step's last lines in $OUT/<part>.txt.
@@ -125,7 +126,16 @@ final)
         studies/demo/test_memory_growth.py $P --kernelperf-baseline-dir="$W/memory_baselines"
     ;;
 against)
+    # Where a judged run's time goes, cold and then warm (COST_BASELINES: another card's scoring
+    # baselines, as for the figure in README "Where the time goes"); then A/A' of --kernelperf-against.
     nvidia-smi -L | tee -a "$SUMMARY"
+    if [ -n "${COST_BASELINES:-}" ]; then
+        for when in cold warm; do
+            step "cost_$when" "${COST_LIMIT_S:-90}" python3 -m pytest --kernelperf studies/scoring_kernels $P \
+                --kernelperf-baseline-dir="$COST_BASELINES" --kernelperf-durations=0 \
+                --kernelperf-json="$W/cost_$when.json"
+        done
+    fi
     step against "${AGAINST_LIMIT_S:-480}" python3 studies/against_study.py --out "$W" \
         --budget-s "${AGAINST_BUDGET_S:-400}"
     step against_figures 60 python3 studies/against_study.py --analyse "$W/against"
