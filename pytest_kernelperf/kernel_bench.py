@@ -10,6 +10,7 @@ import contextlib
 import datetime as _dt
 import math
 import random
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
@@ -69,9 +70,10 @@ from pytest_kernelperf.model.result import (
 from pytest_kernelperf.profiling.call_context import CallContext, CallRecord
 from pytest_kernelperf.profiling.capture import PROFILED_CALLS, CallProfile, ProfileRequest, artifact_folder
 from pytest_kernelperf.profiling.explain import context_notes, regression_details
-from pytest_kernelperf.settings import Settings
+from pytest_kernelperf.settings import DEFAULTS, Settings
 from pytest_kernelperf.verdict import noise, stats
 from pytest_kernelperf.verdict.judgement import (
+    PAIRED_MEASURING_S,
     Failure,
     JudgementContext,
     Measured,
@@ -79,6 +81,7 @@ from pytest_kernelperf.verdict.judgement import (
     failures,
     judge_measurement,
     judge_pair,
+    pairs_wanted,
 )
 from pytest_kernelperf.verdict.memory import judge_memory, memory_message
 from pytest_kernelperf.verdict.prior import NoisePrior, groups, within_variance
@@ -591,13 +594,14 @@ class KernelBench:
                 fn=versus[0],
                 placements=self._placements(versus[0], arguments, None, device),
             )
+        more = self._pairs_wanted(list(others), plan, device) if "base" in others else None
         try:
             with (
                 self._step("rounds", f"timing {self._label(name)}", less=("warmup",)),
                 active(self._clock),
             ):
                 try:
-                    timing, timed = _interleaved(timer, target, list(others.values()), plan)
+                    timing, timed = _interleaved(timer, target, list(others.values()), plan, more)
                 except _OtherFailed as failed:
                     if list(others)[failed.index] != "base":
                         raise failed.error from None  # the reference's error is the test's
@@ -686,6 +690,27 @@ class KernelBench:
                 if detail is not None and detail.allocations:
                     check = replace(check, allocations=detail.allocations)
         return check, ()
+
+    def _pairs_wanted(
+        self, roles: list[str], plan: SamplingPlan, device: DeviceInfo
+    ) -> Callable[[list[Timing], list[list[Timing]]], bool]:
+        """Whether _interleaved draws another group for the pair with the revision: while the pairs
+        cannot yet detect the change judgement.pairs_wanted asks for, up to the plan's most rounds
+        (6x the planned by default) and PAIRED_MEASURING_S of drawing."""
+        context = self._context(device)
+        index = roles.index("base")
+        most = plan.max_rounds or plan.rounds * DEFAULTS["max_rounds"]
+        began = time.monotonic()
+
+        def wanted(fn_rounds: list[Timing], other_rounds: list[list[Timing]]) -> bool:
+            if len(fn_rounds) >= most or time.monotonic() - began > PAIRED_MEASURING_S:
+                return False
+            fn_ms = [t.device_time.round_locations_ms[-1] for t in fn_rounds]
+            base_ms = [t.device_time.round_locations_ms[-1] for t in other_rounds[index]]
+            method = fn_rounds[0].device_time.method
+            return pairs_wanted(fn_ms, base_ms, context, device=device.name, method=method)
+
+        return wanted
 
     def _judge_pair(
         self, result: BenchResult, timing: Timing, base: _Base, base_timing: Timing | None, device: DeviceInfo
@@ -971,21 +996,29 @@ def _environment(timing: Timing, device: DeviceInfo) -> dict[str, str]:
 
 
 def _interleaved(
-    timer: Timer, fn: Target, others: Sequence[Target], plan: SamplingPlan
+    timer: Timer,
+    fn: Target,
+    others: Sequence[Target],
+    plan: SamplingPlan,
+    more: Callable[[list[Timing], list[list[Timing]]], bool] | None = None,
 ) -> tuple[Timing, list[Timing]]:
     """fn and other functions (its reference, its counterpart at another revision) in single rounds
     taken in turn, the order rotating from one group of rounds to the next (fn first, then second,
     ...), so that drift over the measurement and any advantage of a place in the order hit all
-    alike; the others prefer fn's method. Whether another group is drawn (a placement-sensitive fn)
-    is decided here, on fn's rounds so far, so all have as many rounds; each single round is exactly
-    one. Without others, fn's measurement as planned. An error of another function's round raises
-    _OtherFailed with its index."""
+    alike; the others prefer fn's method. Whether another group is drawn is decided here, so all
+    have as many rounds: fn's plan wants more (a placement-sensitive fn), or `more` does, given the
+    single rounds so far of fn and of each other. Each single round is exactly one. Without
+    others, fn's measurement as planned. An error of another function's round raises _OtherFailed
+    with its index."""
     if not others:
         return timer.measure(fn, plan), []
     fn_rounds: list[Timing] = []
     other_rounds: list[list[Timing]] = [[] for _ in others]
     single = replace(plan, rounds=1, max_rounds=None, known_round_sd=0.0)
-    while plan.wants_more([t.device_time.round_locations_ms[-1] for t in fn_rounds]):
+
+    while plan.wants_more([t.device_time.round_locations_ms[-1] for t in fn_rounds]) or (
+        more is not None and more(fn_rounds, other_rounds)
+    ):
         one = replace(single, warm=bool(fn_rounds))
         group = len(fn_rounds)
         order = [-1, *range(len(others))]  # -1: fn, the first of the first group (its method leads)

@@ -135,6 +135,16 @@ against)
                 --kernelperf-baseline-dir="$COST_BASELINES" --kernelperf-durations=0 \
                 --kernelperf-json="$W/cost_$when.json"
         done
+        # COST_PROFILE=1: the warm run once more under cProfile, to see where its seconds go.
+        [ -n "${COST_PROFILE:-}" ] && step cost_profiled "${COST_LIMIT_S:-90}" python3 -m cProfile \
+            -o "$W/cost_profiled.pstats" -m pytest --kernelperf studies/scoring_kernels $P \
+            --kernelperf-baseline-dir="$COST_BASELINES" --kernelperf-json="$W/cost_profiled.json"
+    fi
+    if [ -n "${GPU_TESTS:-}" ]; then  # the project's GPU tests, in file order and reversed
+        G="tests/test_gpu.py tests/test_profile_gpu.py tests/test_roofline.py tests/test_gpu_pinning.py tests/test_faults.py tests/test_placement.py"
+        step gpu_tests "${TESTS_LIMIT_S:-70}" python3 -m pytest -q -n 0 -p no:cacheprovider -rs $G
+        step gpu_tests_reversed "${TESTS_LIMIT_S:-70}" python3 -m pytest -q -n 0 -p no:cacheprovider -rs \
+            $(echo $G | tr ' ' '\n' | tac)
     fi
     step against "${AGAINST_LIMIT_S:-480}" python3 studies/against_study.py --out "$W" \
         --budget-s "${AGAINST_BUDGET_S:-400}"

@@ -10,6 +10,7 @@ import pytest
 
 from pytest_kernelperf.model.result import Comparison, Verdict
 from pytest_kernelperf.verdict.judge import judge_paired
+from pytest_kernelperf.verdict.judgement import JudgementContext, pairs_wanted
 
 
 def paired_rounds(ratio: float, pairs: int, pair_sd: float, seed: int) -> tuple[list[float], list[float]]:
@@ -69,3 +70,31 @@ def test_faster_is_said_and_the_rounds_must_pair() -> None:
     assert judge(current, base).verdict is Verdict.FASTER
     with pytest.raises(ValueError, match="as many rounds"):
         judge(current, base[:-1])
+
+
+def context(threshold: float = 0.005, planned: int = 1) -> JudgementContext:
+    return JudgementContext(threshold=threshold, alpha=0.01, host_threshold=0.1, planned_judgements=planned)
+
+
+def wanted(current: list[float], base: list[float], **kwargs: float) -> bool:
+    return pairs_wanted(current, base, context(**kwargs), device="GPU", method="cupti")  # type: ignore[arg-type]
+
+
+def test_noisy_pairs_want_more_and_quiet_ones_do_not() -> None:
+    """Five pairs 1% apart cannot detect +1% at the suite's level; five 0.05% apart can."""
+    noisy = paired_rounds(1.0, 5, 0.01, seed=3)
+    quiet = paired_rounds(1.0, 5, 0.0005, seed=3)
+    assert wanted(*noisy) and not wanted(*quiet)
+    # Enough pairs of the noisy kind do, and a larger threshold is met sooner.
+    assert not wanted(*paired_rounds(1.0, 200, 0.01, seed=3))
+    assert not wanted(*noisy, threshold=0.05)
+    # One pair has no spread of its own to go by.
+    assert wanted(*paired_rounds(1.0, 1, 0.0005, seed=3))
+
+
+def test_whether_more_pairs_are_drawn_does_not_depend_on_the_ratio() -> None:
+    """The draw goes by the pairs' spread alone: stopping cannot steer the verdict."""
+    for seed in range(20):
+        current, base = paired_rounds(1.0, 6, 0.003, seed=seed)
+        for ratio in (0.9, 1.01, 1.2):
+            assert wanted([c * ratio for c in current], base) == wanted(current, base)

@@ -184,3 +184,33 @@ def test_interleaved_rounds_rotate_the_order_of_three_functions() -> None:
     )
     assert order == ["fn", "base", "ref", "base", "ref", "fn", "ref", "fn", "base"]
     assert [len(t.device_time.round_locations_ms) for t in (timing, *others)] == [3, 3, 3]
+
+
+def test_interleaved_rounds_draw_more_groups_while_more_asks() -> None:
+    """`more` sees every function's rounds so far and decides on further groups after the plan's."""
+    from pytest_kernelperf import kernel_bench
+    from pytest_kernelperf.measure.timing import Target, Timing
+    from pytest_kernelperf.model.device import DeviceInfo
+    from pytest_kernelperf.testing import ScriptedTimer, sampling_plan
+
+    cpu = DeviceInfo(kind="cpu", name="test CPU")
+
+    def target(label: str) -> Target:
+        def call() -> None:
+            return None
+
+        call.fake_ms = 1.0  # type: ignore[attr-defined]
+        return Target(call, cpu, label=label, fn=call)
+
+    seen: list[tuple[int, int]] = []
+
+    def more(fn_rounds: list[Timing], other_rounds: list[list[Timing]]) -> bool:
+        seen.append((len(fn_rounds), len(other_rounds[0])))
+        return len(fn_rounds) < 7
+
+    timing, (base,) = kernel_bench._interleaved(
+        ScriptedTimer(), target("fn"), [target("base")], sampling_plan(rounds=3), more
+    )
+    assert [len(t.device_time.round_locations_ms) for t in (timing, base)] == [7, 7]
+    # Asked only once the plan's own rounds were in, always with whole groups.
+    assert seen == [(3, 3), (4, 4), (5, 5), (6, 6), (7, 7)]
