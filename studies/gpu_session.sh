@@ -129,6 +129,19 @@ against)
     # Where a judged run's time goes, cold and then warm (COST_BASELINES: another card's scoring
     # baselines, as for the figure in README "Where the time goes"); then A/A' of --kernelperf-against.
     nvidia-smi -L | tee -a "$SUMMARY"
+    if [ -n "${COST_BYTECODE:-}" ]; then
+        # Whether this Python caches bytecode; then the judged run with the cache in a writable
+        # folder (cold: it fills), without it (warm caches of Triton and inductor), and with it, warm.
+        python3 -c 'import importlib.util as u, os, sys, torch; print("dont_write_bytecode", sys.flags.dont_write_bytecode, "torch folder writable", os.access(os.path.dirname(torch.__file__), os.W_OK), "torch bytecode cached", os.path.exists(u.cache_from_source(torch.__file__)))' | tee -a "$SUMMARY"
+        for when in prefix_cold plain_warm prefix_warm; do
+            prefix=""
+            [ "${when#prefix}" != "$when" ] && prefix=/tmp/kernelperf-pycache
+            step "cost_$when" "${COST_LIMIT_S:-90}" env ${prefix:+PYTHONPYCACHEPREFIX=$prefix} python3 -m pytest \
+                --kernelperf studies/scoring_kernels $P --kernelperf-baseline-dir="$COST_BYTECODE" \
+                --kernelperf-durations=0 --kernelperf-json="$W/cost_$when.json"
+        done
+        export PYTHONPYCACHEPREFIX=/tmp/kernelperf-pycache  # the study's processes start faster too
+    fi
     if [ -n "${COST_BASELINES:-}" ]; then
         for when in cold warm; do
             step "cost_$when" "${COST_LIMIT_S:-90}" python3 -m pytest --kernelperf studies/scoring_kernels $P \

@@ -316,6 +316,13 @@ def _t_test(d: float, se: float, df: float, level: float, sd: float, source: str
     )
 
 
+# The weight of the round-noise prior in a paired test. Pairs spread far more unevenly from kernel to
+# kernel than the prior's class value says: limma's moment fit to the log-ratio variances of 33
+# kernels in 11 processes on two H200s (2026-12-01, docs/measurement.md) gave 1.4 degrees of
+# freedom. At the prior's usual 4 the p-values of those A/A' pairs ran 1.5-5x too small in the tail.
+PAIRED_PRIOR_DF = 1.4
+
+
 def paired_test(
     fn_ms: Sequence[float],
     reference_ms: Sequence[float],
@@ -337,8 +344,9 @@ def paired_test(
     base_prior = (prior or prior_mod.NoisePrior()).for_kernel(
         device, method, noise.geometric_mean(reference_ms)
     )
-    df = base_prior.df + own_df
-    variance = (base_prior.df * 2 * base_prior.sd**2 + own_squares) / df
+    prior_df = min(base_prior.df, PAIRED_PRIOR_DF)
+    df = prior_df + own_df
+    variance = (prior_df * 2 * base_prior.sd**2 + own_squares) / df
     se = math.sqrt(variance / len(diffs))
     source = f"{len(diffs)} paired rounds, shrunk toward {base_prior.source}" if own_df else base_prior.source
     test = _t_test(mean - math.log(limit), se, df, level, math.sqrt(variance / 2), source)
