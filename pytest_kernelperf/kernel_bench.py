@@ -594,7 +594,12 @@ class KernelBench:
                 fn=versus[0],
                 placements=self._placements(versus[0], arguments, None, device),
             )
-        more = self._pairs_wanted(list(others), plan, device) if "base" in others else None
+        more = None
+        if "base" in others:
+            more = self._pairs_wanted(list(others), plan, device)
+            # Each pair shares its placement, so a placement-sensitive fn needs no extra rounds of its
+            # own: the pairs' spread alone decides how many are drawn.
+            plan = replace(plan, max_rounds=None)
         try:
             with (
                 self._step("rounds", f"timing {self._label(name)}", less=("warmup",)),

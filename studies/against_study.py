@@ -123,9 +123,15 @@ def analyse(folder: Path) -> str:
             by_kernel[result["test_id"]].append(result)
             cost = result.get("cost_s") or {}
             seconds.append(cost.get("warmup", 0.0) + cost.get("rounds", 0.0))
-    lines = [f"{len(runs)} processes; verdicts: {dict(sorted(verdicts.items()))}"]
+    cards = {path.parent.name for path in folder.rglob("run-*.json")}
+    lines = [f"{len(runs)} processes on {len(cards)} cards; verdicts: {dict(sorted(verdicts.items()))}"]
     judged = sum(verdicts[v] for v in ("same", "slower", "faster"))
     lines.append(f"A/A': {verdicts['slower']} slower and {verdicts['faster']} faster in {judged} judgements")
+    again = [str(_rejudged(r, 0.0).verdict) for results in by_kernel.values() for r in results]
+    lines.append(
+        f"A/A' re-judged by this code's judge: {again.count('slower')} slower and "
+        f"{again.count('faster')} faster in {len(again)}"
+    )
     if seconds:
         lines.append(
             f"measuring per call, both sides: median {statistics.median(seconds):.2f} s, "
@@ -137,6 +143,7 @@ def analyse(folder: Path) -> str:
     )
     classes: dict[str, list[float]] = defaultdict(list)
     power: dict[float, list[bool]] = defaultdict(list)
+    power_by_class: dict[tuple[str, float], list[bool]] = defaultdict(list)
     for test_id, results in sorted(by_kernel.items()):
         ratios = [_log_ratios(r) for r in results]
         pair_sd = (
@@ -157,19 +164,9 @@ def analyse(folder: Path) -> str:
             f"{left / predicted if predicted else float('nan'):.2f}  {level_sd:.3%}"
         )
         for result in results:
-            comparison = result["comparison"]
             for delta in DELTAS:
-                mine = [x * (1 + delta) for x in result["device_time"]["rounds_ms"]]
-                verdict = judge_paired(
-                    mine,
-                    result["against"]["rounds_ms"],
-                    device=result["device"],
-                    method=result["device_time"]["method"],
-                    threshold=comparison["threshold"],
-                    alpha=comparison["alpha"],
-                    planned_judgements=comparison["planned_judgements"],
-                ).verdict
-                power[delta].append(str(verdict) == "slower")
+                power[delta].append(str(_rejudged(result, delta).verdict) == "slower")
+                power_by_class[(kind, delta)].append(str(_rejudged(result, delta).verdict) == "slower")
     lines.append("")
     for kind, values in sorted(classes.items()):
         finite = [v for v in values if math.isfinite(v)]
@@ -182,7 +179,23 @@ def analyse(folder: Path) -> str:
         lines.append(
             f"planted +{delta:.0%}: caught {sum(caught)} of {len(caught)} ({sum(caught) / len(caught):.1%})"
         )
+    for (kind, delta), caught in sorted(power_by_class.items()):
+        lines.append(f"  {kind}, +{delta:.0%}: caught {sum(caught)} of {len(caught)}")
     return "\n".join(lines)
+
+
+def _rejudged(result: dict[str, Any], delta: float) -> Any:
+    """The pair judged by this code's judge, with this code's rounds scaled by 1 + delta."""
+    comparison = result["comparison"]
+    return judge_paired(
+        [x * (1 + delta) for x in result["device_time"]["rounds_ms"]],
+        result["against"]["rounds_ms"],
+        device=result["device"],
+        method=result["device_time"]["method"],
+        threshold=comparison["threshold"],
+        alpha=comparison["alpha"],
+        planned_judgements=comparison["planned_judgements"],
+    )
 
 
 def main() -> None:
