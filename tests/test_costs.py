@@ -174,3 +174,31 @@ def test_duration_lines_list_the_tests_and_the_run() -> None:
     assert (
         cost.judged_figure(15.0, 0, 4) == "3.75 s per timed measurement (15.0 s wall / 4 timed, none judged)"
     )
+
+
+def test_a_package_compiled_from_source_is_named_when_python_writes_no_bytecode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+    import py_compile
+    import sys
+
+    from pytest_kernelperf.plugins import costs
+
+    source = tmp_path / "bulky_package.py"
+    source.write_text("VALUE = 1\n")
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "bulky_package", raising=False)
+    __import__("bulky_package")
+    monkeypatch.setattr(cost, "BYTECODE_PACKAGES", ("bulky_package", "never_imported"))
+    assert costs.uncached_packages() == ["bulky_package"]
+    note = cost.bytecode_note(sys.dont_write_bytecode, costs.uncached_packages())
+    assert note is not None and "bulky_package were compiled from source" in note
+    assert "PYTHONDONTWRITEBYTECODE" in note
+    # With its bytecode in the cache, or with Python writing bytecode, nothing is said.
+    py_compile.compile(str(source), cfile=importlib.util.cache_from_source(str(source)))
+    assert costs.uncached_packages() == []
+    assert cost.bytecode_note(False, ["torch"]) is None
+    lines = cost.duration_lines([], RunCost(total=1.0), top=0, judged=0, timed=0, notes=[note])
+    assert lines[-1] == f"note: {note}"

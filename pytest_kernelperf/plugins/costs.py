@@ -8,6 +8,9 @@ kernel_bench call times its own phases (kernel_bench.py). The figures are result
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import sys
 import time
 from collections.abc import Generator
 
@@ -57,4 +60,18 @@ class RunCosts:
         results = self.session.results
         tests = cost.by_test(((r.nodeid, r.cost) for r in results if r.cost is not None), self.durations)
         judged, timed = measurement_counts(results)
-        return cost.duration_lines(tests, self.clock.run_cost(), top=top, judged=judged, timed=timed)
+        note = cost.bytecode_note(sys.dont_write_bytecode, uncached_packages())
+        return cost.duration_lines(
+            tests, self.clock.run_cost(), top=top, judged=judged, timed=timed, notes=[note] if note else []
+        )
+
+
+def uncached_packages() -> list[str]:
+    """The packages of cost.BYTECODE_PACKAGES imported in this process whose bytecode is not in the
+    cache (sys.pycache_prefix included), so that they were compiled from source."""
+    uncached = []
+    for name in cost.BYTECODE_PACKAGES:
+        source = getattr(sys.modules.get(name), "__file__", None)
+        if source and source.endswith(".py") and not os.path.exists(importlib.util.cache_from_source(source)):
+            uncached.append(name)
+    return uncached

@@ -155,11 +155,17 @@ def judged_figure(total_s: float, judged: int, timed: int) -> str:
 
 
 def duration_lines(
-    tests: Sequence[CostOfTest], run: RunCost, *, top: int, judged: int, timed: int
+    tests: Sequence[CostOfTest],
+    run: RunCost,
+    *,
+    top: int,
+    judged: int,
+    timed: int,
+    notes: Sequence[str] = (),
 ) -> list[str]:
     """The `--kernelperf-durations=N` section: the N most expensive tests with their phase split
-    (all of them for N = 0), the run's phases and the kernel_bench phases over all calls, and the
-    seconds per judged measurement."""
+    (all of them for N = 0), the run's phases and the kernel_bench phases over all calls, the
+    seconds per judged measurement, and `notes` on what made the run dearer than it need be."""
     shown = list(tests) if top == 0 else list(tests)[:top]
     lines: list[str] = []
     if shown:
@@ -197,7 +203,27 @@ def duration_lines(
             + f", other {_seconds(calls.other)}"
         )
     lines.append(judged_figure(run.total, judged, timed))
+    lines.extend(f"note: {note}" for note in notes)
     return lines
+
+
+# The large pure-Python packages a kernel test imports in every process. Without their bytecode cached
+# each process compiles them from source: importing torch and torch._dynamo took 10.4 s that way on
+# the two-core CI machine against 3.8 s from the cache, and a cProfile of a warm 40-measurement run on
+# an H200 (whose image sets PYTHONDONTWRITEBYTECODE) found 9.9 s of its 35 s in compile().
+BYTECODE_PACKAGES = ("torch", "triton")
+
+
+def bytecode_note(dont_write_bytecode: bool, uncached: Sequence[str]) -> str | None:
+    """What the durations section says when the packages in `uncached` were compiled from source in
+    this process because Python writes no bytecode; None when the cache is in use."""
+    if not dont_write_bytecode or not uncached:
+        return None
+    return (
+        f"Python writes no bytecode here (PYTHONDONTWRITEBYTECODE or -B), so {' and '.join(uncached)} "
+        "were compiled from source in this process, several seconds of start-up and first calls in "
+        "every run: unset it in the CI image, or set PYTHONPYCACHEPREFIX to a writable folder with it unset"
+    )
 
 
 def _seconds(value: float) -> str:
