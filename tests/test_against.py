@@ -547,3 +547,63 @@ def test_xdist_workers_use_the_main_processs_export(
     result.assert_outcomes(failed=1, passed=2)  # test_double is 5% slower
     assert results(pytester)["test_double"]["against"]["found"] == "found"
     assert list(tmp_path.glob("kernelperf-*")) == []
+
+
+# A model whose objects the tests make themselves: the revision's classes must time them.
+MODEL = """
+import torch
+
+class Inner(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.full((8,), 2.0))
+
+    def forward(self, x):
+        return x * self.weight * {inner_scale}
+
+class Block(torch.nn.Module):
+    fake_ms = {block_ms}
+
+    def __init__(self):
+        super().__init__()
+        self.inner = Inner()
+        self.again = self.inner  # held twice: one twin
+
+    def forward(self, x):
+        return self.inner(x) + 1
+"""
+
+MODEL_TESTS = """
+import torch
+from kern.model import Block
+
+def test_block(kernel_bench):
+    block = Block()
+    kernel_bench(block, torch.ones(8), reference=lambda x: x * 3 + 1)
+
+def test_compiled_block(kernel_bench):
+    compiled = torch.compile(Block(), backend="eager")
+    kernel_bench(compiled, torch.ones(8), reference=lambda x: x * 3 + 1)
+"""
+
+
+def test_a_module_object_made_in_the_test_is_timed_as_the_revisions_class(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    """`Block()` and `torch.compile(Block())` made inside the tests: REF's Block (and the Inner it
+    holds) with the same parameters. REF's Inner scales by 1, the work tree's by 1.5: the answers
+    differ, which shows REF's nested class ran; the work tree's Block is 5% slower."""
+    (repo / "kern" / "model.py").write_text(MODEL.format(inner_scale=1, block_ms=0.02))
+    (repo / "test_model.py").write_text(MODEL_TESTS)
+    git_run(repo, "add", "-A")
+    git_run(repo, "commit", "-qm", "model")
+    (repo / "kern" / "model.py").write_text(MODEL.format(inner_scale=1.5, block_ms=0.021))
+    result = run(pytester, "test_model.py", "--kernelperf-against", "HEAD")
+    found = results(pytester)
+    for test in ("test_block", "test_compiled_block"):
+        against = found[test]["against"]
+        assert against["found"] == "found", (test, found[test]["comparison"])
+        assert against["where"] == "kern.model:Block (an object made in the test)"
+        assert found[test]["verdict"] == "slower"
+        assert against["answers"].startswith("differs"), against["answers"]
+    result.assert_outcomes(failed=2)  # slower than REF

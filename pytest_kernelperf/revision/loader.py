@@ -105,6 +105,10 @@ class RevisionCode:
                 if lookup.found is Found.SAME_NAME:
                     return lookup
                 tried.append(lookup)
+        if not tried and not defined:
+            made = self._object_counterpart(fn)
+            if made is not None:
+                return made
         if defined and home is not None and self._repo_file(home) is None:
             return outside
         if tried:
@@ -112,8 +116,8 @@ class RevisionCode:
         return Lookup(
             Found.UNLOADABLE,
             reason=f"{_describe(fn)} is held under no name at module level of the repository's modules "
-            "(a lambda, a closure or an object made inside a test cannot be found at another "
-            "revision); give it a name at module level",
+            "(a lambda, a closure, or an object made inside a test of a class that is not the "
+            "repository's, cannot be found at another revision); give it a name at module level",
         )
 
     def translate(self, value: Any) -> Any:
@@ -148,6 +152,55 @@ class RevisionCode:
         return value
 
     # -- steps -------------------------------------------------------------------------------------
+
+    def _object_counterpart(self, fn: object) -> Lookup | None:
+        """For a callable object made in a test (`MLPBlock(...)`, `torch.compile(MLPBlock(...))`)
+        whose class the repository defines: the same object as the revision's class, its state
+        shared (parameters, buffers) and the repository's objects in it made the revision's too;
+        a torch.compile'd module is compiled the same way again around the revision's. None where
+        fn is no such object."""
+        compiled: Any = fn
+        original = getattr(fn, "_orig_mod", None)  # torch.compile of a module: OptimizedModule
+        inner = original if original is not None else fn
+        if self._revision_class(type(inner)) is None:
+            return None
+        try:
+            twin = self._twin(inner, {})
+            if original is not None:
+                # The same compile options (the same dynamo context) around the revision's module.
+                twin = type(compiled)(twin, compiled.dynamo_ctx)
+        except Exception as exc:  # an object this cannot rebuild: say why, time nothing
+            return Lookup(
+                Found.UNLOADABLE,
+                where=f"{type(inner).__module__}:{type(inner).__qualname__}",
+                reason=f"{_describe(fn)} (an object made in the test) could not be rebuilt as "
+                f"{self.name}'s {type(inner).__qualname__}: {type(exc).__name__}: {exc}",
+            )
+        return Lookup(
+            Found.SAME_NAME,
+            fn=twin,
+            where=f"{type(inner).__module__}:{type(inner).__qualname__} (an object made in the test)",
+            adapt=self.translate,
+            imports_when_called=lambda: self.imports_when_called,
+        )
+
+    def _twin(self, value: Any, made: dict[int, Any]) -> Any:
+        """`value` with every object of a repository class in it (itself, the values of its
+        attributes and of dicts among them) made an object of the revision's class of that name
+        with the same attributes: a shallow copy, so tensors stay shared; `made` holds the twins so
+        far, so an object held twice (or in a cycle) gets one."""
+        if type(value) is dict:
+            changed = {key: self._twin(item, made) for key, item in value.items()}
+            return value if all(changed[key] is value[key] for key in value) else changed
+        if id(value) in made:
+            return made[id(value)]
+        other = self._revision_class(type(value))
+        if other is None or not hasattr(value, "__dict__"):
+            return value
+        twin: Any = object.__new__(other)
+        made[id(value)] = twin
+        twin.__dict__.update({name: self._twin(item, made) for name, item in vars(value).items()})
+        return twin
 
     def _revision_class(self, kind: type) -> type | None:
         """The revision's class of the same module and name as the repository's class `kind`;
