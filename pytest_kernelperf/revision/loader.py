@@ -30,7 +30,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import CodeType, ModuleType
+from types import CodeType, MethodType, ModuleType
 from typing import Any
 
 from pytest_kernelperf.model.result import Found
@@ -188,10 +188,15 @@ class RevisionCode:
         """`value` with every object of a repository class in it (itself, the values of its
         attributes and of dicts among them) made an object of the revision's class of that name
         with the same attributes: a shallow copy, so tensors stay shared; `made` holds the twins so
-        far, so an object held twice (or in a cycle) gets one."""
+        far, so an object held twice (or in a cycle) gets one, and a method bound to an object
+        twinned is bound to its twin (the revision's function of that name)."""
         if type(value) is dict:
             changed = {key: self._twin(item, made) for key, item in value.items()}
             return value if all(changed[key] is value[key] for key in value) else changed
+        if isinstance(value, MethodType):  # `self.step = self.forward_fast`: bound to the twin
+            owner = made.get(id(value.__self__))
+            function = getattr(type(owner), value.__func__.__name__, None) if owner is not None else None
+            return MethodType(function, owner) if inspect.isfunction(function) else value
         if id(value) in made:
             return made[id(value)]
         other = self._revision_class(type(value))
