@@ -39,6 +39,25 @@ def test_quick(kernel_bench):
 """
 FIRST_CALL = "first call of test_kernels.py::test_slow (compile, JIT, autotune)"
 
+# A timed kernel whose every call takes 0.3 s, under the scripted timer.
+SLOW_TIMED = """
+import time
+
+import torch
+
+def slow(x):
+    time.sleep(0.3)
+    return x * 2
+
+slow.fake_ms = 1.0
+
+def test_slow(kernel_bench):
+    kernel_bench(slow, torch.ones(8), reference=lambda x: x + x)
+
+def test_plain():
+    pass
+"""
+
 
 def test_a_slow_first_call_is_said_while_it_runs_and_timed(project: Project) -> None:
     project.monkeypatch.setenv(AFTER_VARIABLE, "0.02")
@@ -118,13 +137,17 @@ def test_slow_imports_and_fixtures_are_said_in_a_timed_run(project: Project) -> 
 
 
 @pytest.mark.slow
-def test_xdist_workers_write_no_progress(project: Project) -> None:
-    project.monkeypatch.setenv(AFTER_VARIABLE, "0.02")
-    project.module(SLOW_FIRST_CALL)
+def test_under_xdist_the_controller_says_which_workers_test_runs_long(project: Project) -> None:
+    project.monkeypatch.setenv(AFTER_VARIABLE, "0.1")
+    project.module(SLOW_TIMED)
     seed_peak_cache(project.pytester.path)
-    result = project.pytester.runpytest_subprocess(*SUBPROCESS_ARGS, "-n", "2", "-q")
+    result = project.pytester.runpytest_subprocess(*SUBPROCESS_ARGS, "--kernelperf", "-n", "2", "-q")
     result.assert_outcomes(passed=2)
-    assert "kernelperf: first call" not in result.stdout.str()
+    text = result.stdout.str()
+    assert "kernelperf: first call" not in text  # the workers' own steps never reach the terminal
+    assert re.search(
+        r"^kernelperf: test_kernels\.py::test_slow \(on an xdist worker\) \.\.\. [0-9.]+ s$", text, re.M
+    )
 
 
 class FakeReporter:
@@ -157,6 +180,11 @@ class FakeConfig:
 
     def getoption(self, name: str) -> int:
         return 0
+
+    def has_plugin(self, name: str) -> bool:
+        return name == "dsession" and self.distributed
+
+    distributed = False
 
 
 def wait_for(condition: Callable[[], bool]) -> None:
@@ -232,3 +260,25 @@ def test_an_isolated_test_running_long_is_said_by_its_parent(project: Project) -
         for x in lines
     )
     assert "kernelperf: first call" not in result.stdout.str()  # the child says nothing itself
+
+
+def test_the_xdist_controller_announces_a_workers_long_test_and_times_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    watch, reporter = make(monkeypatch, "0.01")
+    watch.config.distributed = True  # type: ignore[attr-defined]
+    watch.timed_run = True
+    watch.pytest_runtest_logstart("test_k.py::test_long")
+    wait_for(lambda: bool(reporter.lines))
+    assert reporter.lines == ["kernelperf: test_k.py::test_long (on an xdist worker) ..."]
+    watch.pytest_runtest_logfinish("test_k.py::test_long")
+    assert re.fullmatch(
+        r"kernelperf: test_k\.py::test_long \(on an xdist worker\) \.\.\. [0-9.]+ s", reporter.lines[-1]
+    )
+    # A test that ends before the threshold says nothing; nor does a run that is not distributed.
+    watch.after = 60.0
+    watch.pytest_runtest_logstart("test_k.py::test_short")
+    watch.pytest_runtest_logfinish("test_k.py::test_short")
+    watch.config.distributed = False  # type: ignore[attr-defined]
+    watch.pytest_runtest_logstart("test_k.py::test_plain")
+    assert len(reporter.lines) == 2 and not watch._remote

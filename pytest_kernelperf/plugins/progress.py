@@ -9,9 +9,11 @@ after `KERNELPERF_PROGRESS_AFTER` seconds (default 5) of it, a timer thread writ
 A step shorter than that writes nothing.
 
 Only the main process writes (plugin.py enables it there): an xdist worker's or an isolated child's
-output is not the user's terminal. Lines go through pytest's terminal reporter on a fresh line
-(`ensure_newline`, so never inside the progress dots) with output capturing suspended for the
-line, so a test's own captured output stays captured and the line reaches the terminal. The timer
+output is not the user's terminal. Under pytest-xdist the controller says instead which of its
+workers' tests has run longer than the threshold, and how long it took. Lines go through pytest's
+terminal reporter on a fresh line (`ensure_newline`, so never inside the progress dots) with output
+capturing suspended for the line, so a test's own captured output stays captured and the line
+reaches the terminal. The timer
 thread writes only while its step runs (a lock orders it against the step's end, which comes before
 pytest suspends capturing at the end of the collector or test phase), and nothing is written once
 the session has ended. While the line is written, output the test itself writes at that instant is
@@ -49,6 +51,7 @@ class _Step:
         self.began = time.monotonic()
         self.announced = False
         self.finished = False
+        self.timer: threading.Timer | None = None
 
 
 class Progress:
@@ -63,37 +66,47 @@ class Progress:
         self._lock = threading.Lock()
         self._closed = False
         self._timers: set[threading.Timer] = set()
+        self._remote: dict[str, _Step] = {}  # under xdist: the workers' tests running, by node id
 
     @contextlib.contextmanager
     def step(self, what: str, *, announce: bool = False, watch: bool = True) -> Iterator[None]:
         """Run the block as a step named `what`: announced after the threshold (at once with
         `announce`; never while it runs without `watch`), and its duration written when it ends if
         it was announced or took longer."""
-        if not self.enabled or self._closed:
-            yield
-            return
-        state = _Step(what)
-        timer: threading.Timer | None = None
-        if announce:
-            self._started(state)
-        elif watch:
-            timer = threading.Timer(self.after, self._started, (state,))
-            timer.daemon = True
-            with self._lock:
-                self._timers.add(timer)
-            timer.start()
+        state = self._begin(what, announce=announce, watch=watch)
         try:
             yield
         finally:
-            if timer is not None:
-                timer.cancel()
+            if state is not None:
+                self._end(state)
+
+    def _begin(self, what: str, *, announce: bool = False, watch: bool = True) -> _Step | None:
+        """A step begun: announced at once, or by a timer after the threshold; None when nothing
+        is written (not the main process, or after the session)."""
+        if not self.enabled or self._closed:
+            return None
+        state = _Step(what)
+        if announce:
+            self._started(state)
+        elif watch:
+            state.timer = threading.Timer(self.after, self._started, (state,))
+            state.timer.daemon = True
             with self._lock:
-                if timer is not None:
-                    self._timers.discard(timer)
-                state.finished = True
-                spent = time.monotonic() - state.began
-                if state.announced or spent >= self.after:
-                    self._write(f"kernelperf: {what} ... {_duration(spent)}")
+                self._timers.add(state.timer)
+            state.timer.start()
+        return state
+
+    def _end(self, state: _Step) -> None:
+        """The step's end: its duration written if it was announced or took the threshold."""
+        if state.timer is not None:
+            state.timer.cancel()
+        with self._lock:
+            if state.timer is not None:
+                self._timers.discard(state.timer)
+            state.finished = True
+            spent = time.monotonic() - state.began
+            if state.announced or spent >= self.after:
+                self._write(f"kernelperf: {state.what} ... {_duration(spent)}")
 
     def _started(self, state: _Step) -> None:
         with self._lock:
@@ -152,6 +165,23 @@ class Progress:
             return (yield)
         with self.step(f"setting up {item.nodeid}", watch=not CAPTURE_FIXTURES.intersection(names)):
             return (yield)
+
+    # -- under pytest-xdist, on the controller: its workers' tests --------------------------------
+
+    # A worker's own steps cannot reach this terminal, so the controller says which of their tests
+    # runs long, by name, from the start and end of each test that the workers report. Its main
+    # thread waits for those reports meanwhile; a line may land beside one of its result lines.
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        if self.timed_run and self.config.pluginmanager.has_plugin("dsession"):
+            state = self._begin(f"{nodeid} (on an xdist worker)")
+            if state is not None:
+                self._remote[nodeid] = state
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        state = self._remote.pop(nodeid, None)
+        if state is not None:
+            self._end(state)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self) -> None:
