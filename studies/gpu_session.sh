@@ -8,6 +8,7 @@
 #                                                      # time; a later call on the same (warm) machine
 #                                                      # adds processes against the same baselines
 #   OUT=out bash studies/gpu_session.sh history        # a real run history of a demo repository
+#   OUT=out bash studies/gpu_session.sh first-measurement  # the one-time costs of a first measurement
 #   OUT=out bash studies/gpu_session.sh placement      # placement study; scoring-suite verdicts under
 #                                                      # every schedule (JUDGE_ALSO: another card's baselines)
 #   OUT=out bash studies/gpu_session.sh record-judge   # example baselines recorded in 3 processes;
@@ -162,6 +163,9 @@ against)
     step against "${AGAINST_LIMIT_S:-480}" python3 studies/against_study.py --out "$W" \
         --budget-s "${AGAINST_BUDGET_S:-400}"
     step against_figures 60 python3 studies/against_study.py --analyse "$W/against"
+    ;;
+first-measurement)
+    step first_measurement 120 python3 studies/first_measurement.py
     ;;
 history)
     step real_history "${HISTORY_LIMIT_S:-300}" python3 studies/history/real_history.py --out "$W" \
