@@ -22,7 +22,7 @@ import torch
 def kernel(x):
     return x * 2
 
-kernel.fake_ms = 1.0 + (os.getpid() % 7) * 0.002
+kernel.fake_ms = 1.0 + (os.getpid() % 9973) * 1e-6  # process ids one after another: distinct
 
 def test_kernel(kernel_bench):
     kernel_bench(kernel, torch.ones(8), reference=lambda x: x + x)
@@ -47,7 +47,7 @@ def test_a_baseline_recorded_in_three_processes_keeps_each_ones_rounds(project: 
     for entry in entries.values():
         record = entry.device_time
         assert record.process_rounds == (8, 8, 8) and len(record.rounds_ms) == 24
-        levels = {round(v, 3) for v in record.rounds_ms}
+        levels = {round(v, 9) for v in record.rounds_ms}
         assert len(levels) > 1  # three processes, three levels
     report = project.pytester.path / "run.json"
     judged = project.run("--kernelperf", f"--kernelperf-json={report}")
