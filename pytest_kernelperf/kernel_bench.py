@@ -70,7 +70,7 @@ from pytest_kernelperf.model.result import (
 from pytest_kernelperf.profiling.call_context import CallContext, CallRecord
 from pytest_kernelperf.profiling.capture import PROFILED_CALLS, CallProfile, ProfileRequest, artifact_folder
 from pytest_kernelperf.profiling.explain import context_notes, regression_details
-from pytest_kernelperf.settings import DEFAULTS, Settings
+from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict import noise, stats
 from pytest_kernelperf.verdict.judgement import (
     PAIRED_MEASURING_S,
@@ -81,7 +81,7 @@ from pytest_kernelperf.verdict.judgement import (
     failures,
     judge_measurement,
     judge_pair,
-    pairs_wanted,
+    pairs_needed,
 )
 from pytest_kernelperf.verdict.memory import judge_memory, memory_message
 from pytest_kernelperf.verdict.prior import NoisePrior, groups, within_variance
@@ -594,19 +594,21 @@ class KernelBench:
                 fn=versus[0],
                 placements=self._placements(versus[0], arguments, None, device),
             )
-        more = None
+        more, paired_plan = None, plan
         if "base" in others:
             more = self._pairs_wanted(list(others), plan, device)
-            # Each pair shares its placement, so a placement-sensitive fn needs no extra rounds of its
-            # own: the pairs' spread alone decides how many are drawn.
-            plan = replace(plan, max_rounds=None)
+            if list(others) == ["base"]:
+                # Each pair shares its placement, so a placement-sensitive fn needs no extra rounds of
+                # its own: the pairs' spread decides how many are drawn. (A reference timed beside
+                # them draws placements of its own: then fn's plan keeps its extra rounds.)
+                paired_plan = replace(plan, max_rounds=None)
         try:
             with (
                 self._step("rounds", f"timing {self._label(name)}", less=("warmup",)),
                 active(self._clock),
             ):
                 try:
-                    timing, timed = _interleaved(timer, target, list(others.values()), plan, more)
+                    timing, timed = _interleaved(timer, target, list(others.values()), paired_plan, more)
                 except _OtherFailed as failed:
                     if list(others)[failed.index] != "base":
                         raise failed.error from None  # the reference's error is the test's
@@ -699,21 +701,25 @@ class KernelBench:
     def _pairs_wanted(
         self, roles: list[str], plan: SamplingPlan, device: DeviceInfo
     ) -> Callable[[list[Timing], list[list[Timing]]], bool]:
-        """Whether _interleaved draws another group for the pair with the revision: while the pairs
-        cannot yet detect the change judgement.pairs_wanted asks for, up to the plan's most rounds
-        (6x the planned by default) and PAIRED_MEASURING_S of drawing."""
+        """Whether _interleaved draws another group for the pair with the revision: once the planned
+        pairs are in, how many are needed is decided (judgement.pairs_needed, up to the plan's most
+        rounds, --kernelperf-max-rounds x the planned), and groups are drawn up to that while
+        measuring has taken at most PAIRED_MEASURING_S."""
         context = self._context(device)
         index = roles.index("base")
-        most = plan.max_rounds or plan.rounds * DEFAULTS["max_rounds"]
+        most = plan.max_rounds or plan.rounds * self.settings.max_rounds
         began = time.monotonic()
+        goal: list[int] = []  # decided once
 
         def wanted(fn_rounds: list[Timing], other_rounds: list[list[Timing]]) -> bool:
-            if len(fn_rounds) >= most or time.monotonic() - began > PAIRED_MEASURING_S:
-                return False
-            fn_ms = [t.device_time.round_locations_ms[-1] for t in fn_rounds]
-            base_ms = [t.device_time.round_locations_ms[-1] for t in other_rounds[index]]
-            method = fn_rounds[0].device_time.method
-            return pairs_wanted(fn_ms, base_ms, context, device=device.name, method=method)
+            if not goal:
+                fn_ms = [t.device_time.round_locations_ms[-1] for t in fn_rounds]
+                base_ms = [t.device_time.round_locations_ms[-1] for t in other_rounds[index]]
+                method = fn_rounds[0].device_time.method
+                goal.append(
+                    pairs_needed(fn_ms, base_ms, context, device=device.name, method=method, most=most)
+                )
+            return len(fn_rounds) < goal[0] and time.monotonic() - began <= PAIRED_MEASURING_S
 
         return wanted
 

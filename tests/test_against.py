@@ -611,3 +611,156 @@ def test_a_module_object_made_in_the_test_is_timed_as_the_revisions_class(
         assert found[test]["verdict"] == "slower"
         assert against["answers"].startswith("differs"), against["answers"]
     result.assert_outcomes(failed=2)  # slower than REF
+
+
+# Objects made in tests, in the shapes a rebuild has to follow. REF scales by 1, the work tree by
+# {scale} (1.5): where REF's code runs, the answers differ.
+SHAPES = """
+import enum
+
+import torch
+
+class Mode(enum.Enum):
+    FAST = 1
+
+class Inner:
+    def __init__(self):
+        self.k = 2.0
+
+    def __call__(self, x):
+        return x * self.k * {scale}
+
+    def run(self, x):
+        return self(x)
+
+class InList:
+    fake_ms = 0.02
+
+    def __init__(self):
+        self.layers = [Inner()]
+        self.pair = (Inner(),)
+
+    def __call__(self, x):
+        return self.pair[0](self.layers[0](x))
+
+class BoundFirst:
+    fake_ms = 0.02
+
+    def __init__(self):
+        self.step = None
+        self.inner = Inner()
+        self.step = self.inner.run  # held before its owner in the object's attributes
+
+    def __call__(self, x):
+        return self.step(x)
+
+    __call__.fake_ms = 0.02  # timed as a bound method too
+
+class Hooked(torch.nn.Module):
+    fake_ms = 0.02
+
+    def __init__(self):
+        super().__init__()
+        self.register_forward_pre_hook(self.scale_input)
+
+    def scale_input(self, module, args):
+        return (args[0] * {scale},)
+
+    def forward(self, x):
+        return x * 2
+
+class WithMode:
+    fake_ms = 0.02
+
+    def __init__(self):
+        self.mode = Mode.FAST
+
+    def __call__(self, x):
+        assert self.mode is Mode.FAST, self.mode
+        return x * 2
+
+class Slotted:
+    __slots__ = ("k",)
+    fake_ms = 0.02
+
+    def __init__(self):
+        self.k = 2.0
+
+    def __call__(self, x):
+        return x * self.k
+
+class InPlace(torch.nn.Module):
+    fake_ms = 0.02
+
+    def forward(self, x):
+        return x * 2
+"""
+
+SHAPE_TESTS = """
+import torch
+from kern.shapes import BoundFirst, Hooked, InList, InPlace, Slotted, WithMode
+
+S = {scale}
+
+def test_in_list(kernel_bench):
+    kernel_bench(InList(), torch.ones(8), reference=lambda x: x * 4 * S * S)
+
+def test_bound_first(kernel_bench):
+    kernel_bench(BoundFirst(), torch.ones(8), reference=lambda x: x * 2 * S)
+
+def test_bound_method_of_an_object(kernel_bench):
+    kernel_bench(BoundFirst().__call__, torch.ones(8), reference=lambda x: x * 2 * S)
+
+def test_hooked(kernel_bench):
+    kernel_bench(Hooked(), torch.ones(8), reference=lambda x: x * 2 * S)
+
+def test_with_mode(kernel_bench):
+    kernel_bench(WithMode(), torch.ones(8), reference=lambda x: x * 2)
+
+def test_slotted(kernel_bench):
+    kernel_bench(Slotted(), torch.ones(8), reference=lambda x: x * 2)
+
+def test_in_place_compiled(kernel_bench):
+    module = InPlace()
+    module.compile(backend="eager")
+    kernel_bench(module, torch.ones(8), reference=lambda x: x * 2)
+
+def test_new_class(kernel_bench):
+    from kern.fresh import Fresh
+    kernel_bench(Fresh(), torch.ones(8), reference=lambda x: x * 2)
+"""
+
+
+def test_objects_made_in_tests_are_rebuilt_through_lists_hooks_and_bound_methods_or_named(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    """Lists, tuples, forward hooks and bound methods held before their owner all run REF's code
+    (the answers differ); an enum member stays REF's member; state in __slots__ and a module
+    compiled in place cannot be rebuilt and say so; a class REF lacks is new."""
+    (repo / "kern" / "shapes.py").write_text(SHAPES.format(scale=1))
+    (repo / "test_shapes.py").write_text(SHAPE_TESTS.format(scale=1.5))
+    git_run(repo, "add", "-A")
+    git_run(repo, "commit", "-qm", "shapes")
+    (repo / "kern" / "shapes.py").write_text(SHAPES.format(scale=1.5))
+    (repo / "kern" / "fresh.py").write_text(
+        "class Fresh:\n    fake_ms = 0.02\n\n    def __call__(self, x):\n        return x * 2\n"
+    )
+    run(pytester, "test_shapes.py", "--kernelperf-against", "HEAD").assert_outcomes(passed=8)
+    found = results(pytester)
+    for test in ("test_in_list", "test_bound_first", "test_bound_method_of_an_object", "test_hooked"):
+        against = found[test]["against"]
+        assert (against["found"], found[test]["verdict"]) == ("found", "same"), (
+            test,
+            found[test]["comparison"],
+        )
+        assert against["answers"].startswith("differs"), (test, against["answers"])
+    assert found["test_bound_method_of_an_object"]["against"]["where"].endswith(
+        "BoundFirst.__call__ (an object made in the test)"
+    )
+    assert found["test_with_mode"]["verdict"] == "same"
+    assert found["test_with_mode"]["against"]["answers"] == "identical"
+    slotted = found["test_slotted"]["comparison"]["reason"]
+    assert found["test_slotted"]["verdict"] == "incomparable" and "keeps its state in __slots__" in slotted
+    in_place = found["test_in_place_compiled"]["comparison"]["reason"]
+    assert "compiled in place (module.compile())" in in_place, in_place
+    assert found["test_new_class"]["verdict"] == "new"

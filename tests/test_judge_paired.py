@@ -10,7 +10,7 @@ import pytest
 
 from pytest_kernelperf.model.result import Comparison, Verdict
 from pytest_kernelperf.verdict.judge import judge_paired
-from pytest_kernelperf.verdict.judgement import JudgementContext, pairs_wanted
+from pytest_kernelperf.verdict.judgement import JudgementContext, pairs_needed
 
 
 def paired_rounds(ratio: float, pairs: int, pair_sd: float, seed: int) -> tuple[list[float], list[float]]:
@@ -76,25 +76,27 @@ def context(threshold: float = 0.005, planned: int = 1) -> JudgementContext:
     return JudgementContext(threshold=threshold, alpha=0.01, host_threshold=0.1, planned_judgements=planned)
 
 
-def wanted(current: list[float], base: list[float], **kwargs: float) -> bool:
-    return pairs_wanted(current, base, context(**kwargs), device="GPU", method="cupti")  # type: ignore[arg-type]
+def needed(current: list[float], base: list[float], threshold: float = 0.005, most: int = 30) -> int:
+    return pairs_needed(current, base, context(threshold), device="GPU", method="cupti", most=most)
 
 
-def test_noisy_pairs_want_more_and_quiet_ones_do_not() -> None:
+def test_noisy_pairs_need_more_and_quiet_ones_do_not() -> None:
     """Five pairs 1% apart cannot detect +1% at the suite's level; five 0.05% apart can."""
     noisy = paired_rounds(1.0, 5, 0.01, seed=3)
     quiet = paired_rounds(1.0, 5, 0.0005, seed=3)
-    assert wanted(*noisy) and not wanted(*quiet)
-    # Enough pairs of the noisy kind do, and a larger threshold is met sooner.
-    assert not wanted(*paired_rounds(1.0, 200, 0.01, seed=3))
-    assert not wanted(*noisy, threshold=0.05)
-    # One pair has no spread of its own to go by.
-    assert wanted(*paired_rounds(1.0, 1, 0.0005, seed=3))
+    assert needed(*noisy) > 5 and needed(*quiet) == 5
+    assert needed(*noisy, most=12) <= 12  # never beyond the cap
+    # Pairs enough of the noisy kind need no more, and a larger threshold is met sooner.
+    assert needed(*paired_rounds(1.0, 200, 0.01, seed=3), most=400) == 200
+    assert needed(*noisy, threshold=0.05) == 5
+    # With nothing of their own to go by (one pair), or a threshold of 0, as many as allowed.
+    assert needed(*paired_rounds(1.0, 1, 0.0005, seed=3)) == 30
+    assert needed(*noisy, threshold=0.0) == 30
 
 
-def test_whether_more_pairs_are_drawn_does_not_depend_on_the_ratio() -> None:
-    """The draw goes by the pairs' spread alone: stopping cannot steer the verdict."""
+def test_how_many_pairs_are_drawn_does_not_depend_on_the_ratio() -> None:
+    """The number goes by the pairs' spread alone: it cannot steer the verdict."""
     for seed in range(20):
-        current, base = paired_rounds(1.0, 6, 0.003, seed=seed)
+        current, base = paired_rounds(1.0, 5, 0.003, seed=seed)
         for ratio in (0.9, 1.01, 1.2):
-            assert wanted([c * ratio for c in current], base) == wanted(current, base)
+            assert needed([c * ratio for c in current], base) == needed(current, base)

@@ -282,3 +282,25 @@ def test_the_xdist_controller_announces_a_workers_long_test_and_times_it(
     watch.config.distributed = False  # type: ignore[attr-defined]
     watch.pytest_runtest_logstart("test_k.py::test_plain")
     assert len(reporter.lines) == 2 and not watch._remote
+
+
+def test_a_crashed_workers_test_and_a_test_on_two_workers_leave_nothing_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    watch, reporter = make(monkeypatch, "60")
+    watch.config.distributed = True  # type: ignore[attr-defined]
+    watch.timed_run = True
+    # `--dist each`: the same test on two workers; each end ends one.
+    watch.pytest_runtest_logstart("test_k.py::test_each")
+    watch.pytest_runtest_logstart("test_k.py::test_each")
+    watch.pytest_runtest_logfinish("test_k.py::test_each")
+    assert len(watch._remote["test_k.py::test_each"]) == 1
+    watch.pytest_runtest_logfinish("test_k.py::test_each")
+    # A worker that crashed: xdist sends only a report of phase "???" for its test.
+    watch.pytest_runtest_logstart("test_k.py::test_crash")
+    phase: Any = "???"
+    crash = pytest.TestReport(
+        "test_k.py::test_crash", ("test_k.py", None, ""), {}, "failed", "crashed", phase
+    )
+    watch.pytest_runtest_logreport(crash)
+    assert not watch._remote and not watch._timers and reporter.lines == []

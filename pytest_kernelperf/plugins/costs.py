@@ -67,11 +67,17 @@ class RunCosts:
 
 
 def uncached_packages() -> list[str]:
-    """The packages of cost.BYTECODE_PACKAGES imported in this process whose bytecode is not in the
-    cache (sys.pycache_prefix included), so that they were compiled from source."""
+    """The packages of cost.BYTECODE_PACKAGES installed here whose bytecode is not in the cache
+    (sys.pycache_prefix included): a process importing one compiles it from source. Found without
+    importing them: an xdist controller imports no torch, its workers do."""
     uncached = []
     for name in cost.BYTECODE_PACKAGES:
-        source = getattr(sys.modules.get(name), "__file__", None)
+        loaded = sys.modules.get(name)
+        try:
+            spec = loaded.__spec__ if loaded is not None else importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        source = spec.origin if spec is not None else None
         if source and source.endswith(".py") and not os.path.exists(importlib.util.cache_from_source(source)):
             uncached.append(name)
     return uncached

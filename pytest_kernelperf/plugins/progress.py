@@ -66,7 +66,7 @@ class Progress:
         self._lock = threading.Lock()
         self._closed = False
         self._timers: set[threading.Timer] = set()
-        self._remote: dict[str, _Step] = {}  # under xdist: the workers' tests running, by node id
+        self._remote: dict[str, list[_Step]] = {}  # under xdist: the workers' tests running
 
     @contextlib.contextmanager
     def step(self, what: str, *, announce: bool = False, watch: bool = True) -> Iterator[None]:
@@ -175,13 +175,21 @@ class Progress:
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         if self.timed_run and self.config.pluginmanager.has_plugin("dsession"):
             state = self._begin(f"{nodeid} (on an xdist worker)")
-            if state is not None:
-                self._remote[nodeid] = state
+            if state is not None:  # `--dist each` runs one test on every worker at once
+                self._remote.setdefault(nodeid, []).append(state)
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
-        state = self._remote.pop(nodeid, None)
-        if state is not None:
-            self._end(state)
+        running = self._remote.get(nodeid)
+        if running:
+            self._end(running.pop(0))
+            if not running:
+                del self._remote[nodeid]
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """A worker that crashed sends no end of its test, only this report (phase "???")."""
+        if report.when == "???":  # type: ignore[comparison-overlap]
+            for state in self._remote.pop(report.nodeid, []):
+                self._end(state)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self) -> None:

@@ -215,14 +215,16 @@ BYTECODE_PACKAGES = ("torch", "triton")
 
 
 def bytecode_note(dont_write_bytecode: bool, uncached: Sequence[str]) -> str | None:
-    """What the durations section says when the packages in `uncached` were compiled from source in
-    this process because Python writes no bytecode; None when the cache is in use."""
+    """What the durations section says when Python writes no bytecode and the packages in
+    `uncached` have none cached: every process importing them compiles them from source; None
+    otherwise."""
     if not dont_write_bytecode or not uncached:
         return None
     return (
-        f"Python writes no bytecode here (PYTHONDONTWRITEBYTECODE or -B), so {' and '.join(uncached)} "
-        "were compiled from source in this process, several seconds of start-up and first calls in "
-        "every run: unset it in the CI image, or set PYTHONPYCACHEPREFIX to a writable folder with it unset"
+        f"Python writes no bytecode here (PYTHONDONTWRITEBYTECODE or -B) and {' and '.join(uncached)} "
+        "has none cached, so every process that imports it compiles it from source: seconds of "
+        "start-up and first calls in every run. Unset it in the CI image (with PYTHONPYCACHEPREFIX "
+        "at a writable folder where the packages' own are read-only)"
     )
 
 

@@ -27,8 +27,9 @@ import importlib.machinery
 import importlib.util
 import inspect
 import sys
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import CodeType, MethodType, ModuleType
 from typing import Any
@@ -105,8 +106,8 @@ class RevisionCode:
                 if lookup.found is Found.SAME_NAME:
                     return lookup
                 tried.append(lookup)
-        if not tried and not defined:
-            made = self._object_counterpart(fn)
+        if not tried and (not defined or attribute):
+            made = self._object_counterpart(target, attribute)
             if made is not None:
                 return made
         if defined and home is not None and self._repo_file(home) is None:
@@ -153,55 +154,89 @@ class RevisionCode:
 
     # -- steps -------------------------------------------------------------------------------------
 
-    def _object_counterpart(self, fn: object) -> Lookup | None:
-        """For a callable object made in a test (`MLPBlock(...)`, `torch.compile(MLPBlock(...))`)
-        whose class the repository defines: the same object as the revision's class, its state
-        shared (parameters, buffers) and the repository's objects in it made the revision's too;
-        a torch.compile'd module is compiled the same way again around the revision's. None where
-        fn is no such object."""
+    def _object_counterpart(self, fn: object, attribute: str = "") -> Lookup | None:
+        """For a callable object made in a test (`MLPBlock(...)`, `torch.compile(MLPBlock(...))`, or
+        the `attribute` of one, `block.forward`) whose class the repository defines: the same object
+        as the revision's class, its state shared (parameters, buffers) and the repository's
+        objects in it made the revision's too (see _twin); a torch.compile'd module is compiled
+        the same way again around the revision's. None where fn is no such object; the reason
+        where the revision lacks the class or the object cannot be rebuilt."""
         compiled: Any = fn
         original = getattr(fn, "_orig_mod", None)  # torch.compile of a module: OptimizedModule
         inner = original if original is not None else fn
-        if self._revision_class(type(inner)) is None:
+        kind = type(inner)
+        home = sys.modules.get(kind.__module__)
+        if home is None or self._repo_file(home) is None:
+            return None
+        where = f"{kind.__module__}:{kind.__qualname__}{'.' + attribute if attribute else ''}"
+        where += " (an object made in the test)"
+        there = self._counterpart(home, kind.__qualname__)
+        if there.found is not Found.SAME_NAME:
+            return replace(there, where=where)  # the class is new, or its module does not import
+        if not isinstance(there.fn, type) or there.fn is kind:
             return None
         try:
             twin = self._twin(inner, {})
             if original is not None:
                 # The same compile options (the same dynamo context) around the revision's module.
                 twin = type(compiled)(twin, compiled.dynamo_ctx)
+            if attribute:
+                twin = getattr(twin, attribute)
         except Exception as exc:  # an object this cannot rebuild: say why, time nothing
             return Lookup(
                 Found.UNLOADABLE,
-                where=f"{type(inner).__module__}:{type(inner).__qualname__}",
+                where=where,
                 reason=f"{_describe(fn)} (an object made in the test) could not be rebuilt as "
-                f"{self.name}'s {type(inner).__qualname__}: {type(exc).__name__}: {exc}",
+                f"{self.name}'s {kind.__qualname__}: {type(exc).__name__}: {exc}",
             )
         return Lookup(
             Found.SAME_NAME,
             fn=twin,
-            where=f"{type(inner).__module__}:{type(inner).__qualname__} (an object made in the test)",
+            where=where,
             adapt=self.translate,
             imports_when_called=lambda: self.imports_when_called,
         )
 
     def _twin(self, value: Any, made: dict[int, Any]) -> Any:
-        """`value` with every object of a repository class in it (itself, the values of its
-        attributes and of dicts among them) made an object of the revision's class of that name
-        with the same attributes: a shallow copy, so tensors stay shared; `made` holds the twins so
-        far, so an object held twice (or in a cycle) gets one, and a method bound to an object
-        twinned is bound to its twin (the revision's function of that name)."""
-        if type(value) is dict:
+        """`value` as the revision's code: an object of a repository class becomes an object of the
+        revision's class of that name with the same attributes, each made the revision's in turn (a
+        shallow copy: tensors stay shared; `made` holds the twins so far, so an object held twice or
+        in a cycle gets one); lists, tuples and dicts (hooks are kept in ordered dicts) item by
+        item; a method bound to such an object, bound to its twin (the revision's function of that
+        name); enum members, dataclasses and named tuples as `translate` makes them. What cannot be
+        made the revision's without running this code raises TypeError: state in __slots__, a
+        module compiled in place (`module.compile()`)."""
+        kind = type(value)
+        if kind in (list, tuple):
+            items = [self._twin(item, made) for item in value]
+            return value if all(a is b for a, b in zip(items, value, strict=True)) else kind(items)
+        if kind in (dict, OrderedDict):
             changed = {key: self._twin(item, made) for key, item in value.items()}
-            return value if all(changed[key] is value[key] for key in value) else changed
-        if isinstance(value, MethodType):  # `self.step = self.forward_fast`: bound to the twin
-            owner = made.get(id(value.__self__))
-            function = getattr(type(owner), value.__func__.__name__, None) if owner is not None else None
-            return MethodType(function, owner) if inspect.isfunction(function) else value
+            return value if all(changed[key] is value[key] for key in value) else kind(changed)
+        if isinstance(value, MethodType):
+            if self._revision_class(type(value.__self__)) is None:
+                return value
+            owner = self._twin(value.__self__, made)
+            name = value.__func__.__name__
+            function = getattr(type(owner), name, None)
+            if not inspect.isfunction(function):
+                raise TypeError(f"{type(owner).__qualname__}.{name} at {self.name} is not a method")
+            return MethodType(function, owner)
+        inside = getattr(value, "_torchdynamo_orig_callable", None)  # torch.compile of a function
+        if isinstance(inside, MethodType) and self._revision_class(type(inside.__self__)) is not None:
+            raise TypeError(
+                f"{type(inside.__self__).__qualname__} was compiled in place (module.compile()): "
+                "give kernel_bench torch.compile(module) instead"
+            )
         if id(value) in made:
             return made[id(value)]
-        other = self._revision_class(type(value))
-        if other is None or not hasattr(value, "__dict__"):
+        other = self._revision_class(kind)
+        if other is None:
             return value
+        if isinstance(value, enum.Enum) or dataclasses.is_dataclass(value) or isinstance(value, tuple):
+            return self.translate(value)
+        if not hasattr(value, "__dict__") or _slotted(kind):
+            raise TypeError(f"{kind.__qualname__} keeps its state in __slots__")
         twin: Any = object.__new__(other)
         made[id(value)] = twin
         twin.__dict__.update({name: self._twin(item, made) for name, item in vars(value).items()})
@@ -570,6 +605,18 @@ def _names_in(module: ModuleType, target: object) -> list[str]:
                 f"{name}.{attr}" for attr, value in list(vars(held).items()) if _unwrapped(value) is target
             ]
     return names
+
+
+def _slotted(kind: type) -> bool:
+    """Whether some class of `kind`'s keeps attributes in __slots__ (beyond __dict__ itself)."""
+    for base in kind.__mro__:
+        slots = vars(base).get("__slots__", ())
+        if any(
+            name not in ("__dict__", "__weakref__")
+            for name in ((slots,) if isinstance(slots, str) else slots)
+        ):
+            return True
+    return False
 
 
 def _unwrapped(value: object) -> object:

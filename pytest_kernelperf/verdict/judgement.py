@@ -9,7 +9,7 @@ A pytest run (kernel_bench.py), saved-run compare (results/saved_runs.py) and bi
 * `noise_priors` pools the prior from a baseline set, `planned_judgements` counts m: one rule each;
 * `judge_measurement` judges a measurement's stored metrics (device time and host latency) against
   its baseline entry; `judge_pair` judges its rounds against another revision's, timed in the same
-  process (`--kernelperf-against`), and `pairs_wanted` says when its rounds are too few;
+  process (`--kernelperf-against`), and `pairs_needed` says how many pairs it should have;
 * `failures` says why a judged result fails, if it does.
 
 Pure logic: no torch, no pytest.
@@ -18,6 +18,7 @@ Pure logic: no torch, no pytest.
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -166,29 +167,39 @@ def judge_pair(
     )
 
 
-# More pairs are drawn while the pairs so far cannot detect this many times the practical floor
-# (1% at the default 0.5%) with the judge's power, within PAIRED_MEASURING_S of measuring. On an
-# H200 the pairs of ordinary kernels spread 0.1-0.6% (docs/measurement.md), so five leave +1%
-# undetected at the suite's level for about a third of kernels; the extra pairs are drawn on
-# their spread alone, never on the ratio, so stopping cannot favour a verdict.
+# After the planned rounds, the pairs are topped up once to as many as can detect this many times the
+# practical floor (1% at the default 0.5%) with the judge's power, within PAIRED_MEASURING_S of
+# measuring. On an H200 the pairs of ordinary kernels spread 0.1-0.6% (docs/measurement.md), so five
+# leave +1% undetected at the suite's level for about a third of kernels. The number is decided
+# once, from the planned pairs' spread, never from their ratio: drawing until the spread happens to
+# look small would stop on an underestimate and make false verdicts about twice as frequent.
 PAIRED_DETECT_FLOORS = 2.0
 PAIRED_MEASURING_S = 1.0
 
 
-def pairs_wanted(
+def pairs_needed(
     current_ms: Sequence[float],
     base_ms: Sequence[float],
     context: JudgementContext,
     *,
     device: str,
     method: str,
-) -> bool:
-    """Whether the paired rounds so far are too few to detect PAIRED_DETECT_FLOORS x the threshold
-    (see judge_paired's `detectable`); the caller bounds the draw by time and count."""
-    if len(current_ms) < 2:
-        return True
+    most: int,
+) -> int:
+    """How many pairs in all (at least those given, at most `most`) would detect
+    PAIRED_DETECT_FLOORS x the threshold, by the pairs given (see judge_paired's `detectable`: it
+    shrinks as one over the square root of the pairs)."""
+    have = len(current_ms)
+    if have >= most:
+        return have
     detectable = judge_pair(current_ms, base_ms, context, device=device, method=method).detectable
-    return detectable is not None and detectable > PAIRED_DETECT_FLOORS * context.threshold
+    target = PAIRED_DETECT_FLOORS * context.threshold
+    if detectable is None or detectable <= target:
+        return have
+    if target <= 0 or have < 2:
+        return most
+    wanted = math.ceil(have * (math.log1p(detectable) / math.log1p(target)) ** 2)
+    return max(have, min(most, wanted))
 
 
 class Failure(str, enum.Enum):
