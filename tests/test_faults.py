@@ -80,6 +80,15 @@ def test_kernel_names() -> None:
     assert kernel_name(len, "n") == "len (name='n')"
     assert kernel_name(lambda: None, None).endswith("<lambda>")
 
+    class Endless:
+        def __call__(self) -> None:
+            pass
+
+        def __repr__(self) -> str:
+            raise RecursionError("a module holding itself")
+
+    assert kernel_name(Endless(), None) == f"{__name__}.{Endless.__qualname__} object"
+
 
 # --- in a run ------------------------------------------------------------------------------------
 

@@ -80,7 +80,13 @@ def cuda_probe() -> str | None:
 
 def kernel_name(fn: Callable[..., Any], name: str | None) -> str:
     module = getattr(fn, "__module__", None)
-    qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    # A callable object has neither name: its class names it (its repr may be anything, even
+    # endless: a module that holds itself).
+    qualname = (
+        getattr(fn, "__qualname__", None)
+        or getattr(fn, "__name__", None)
+        or f"{type(fn).__qualname__} object"
+    )
     label = f"{module}.{qualname}" if module and module != "builtins" else str(qualname)
     return f"{label} (name={name!r})" if name is not None else label
 
