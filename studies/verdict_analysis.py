@@ -34,10 +34,12 @@ from pytest_kernelperf.model.baseline import BaselineEntry, MetricRecord
 from pytest_kernelperf.model.result import BenchResult, Verdict
 from pytest_kernelperf.results import runfile
 from pytest_kernelperf.results.saved_runs import ResultKey, judge_run, key_of
+from pytest_kernelperf.settings import DEFAULTS
 from pytest_kernelperf.verdict.judge import CARD_LEVEL_SD
 from pytest_kernelperf.verdict.noise import size_class
 
 PLANTED = (0.01, 0.02, 0.03, 0.05, 0.10)
+DEFAULT_ROUNDS = DEFAULTS["rounds"]
 # A real slowdown in the suite: the same histogram with acquire-release atomics (test id parts).
 REAL_SLOWER = ("acq_rel", "relaxed")
 
@@ -64,6 +66,17 @@ def first_processes(record: MetricRecord, count: int) -> MetricRecord:
     kept = record.process_rounds[:count]
     rounds = record.rounds_ms[: sum(kept)]
     return replace(record, rounds_ms=rounds, process_rounds=kept if count > 1 else ())
+
+
+def first_rounds(result: BenchResult, count: int) -> BenchResult:
+    """`result` as if `count` rounds had been planned: its first `count`, unless it drew more than
+    the default plan's rounds (a placement-sensitive kernel), which it would have drawn anyway."""
+    if result.entry is None or len(result.entry.device_time.rounds_ms) > DEFAULT_ROUNDS:
+        return result
+    record = result.entry.device_time
+    return replace(
+        result, entry=replace(result.entry, device_time=replace(record, rounds_ms=record.rounds_ms[:count]))
+    )
 
 
 def scaled(record: MetricRecord, factor: float) -> MetricRecord:
@@ -95,6 +108,12 @@ def main() -> int:
     parser.add_argument(
         "--baseline-processes", type=int, help="judge against each entry's first N recording processes only"
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        help="judge each run's first N rounds only (what N planned rounds would have given; a kernel "
+        "that drew extra rounds over its placements keeps them)",
+    )
     args = parser.parse_args()
     runs: list[tuple[str, str, Path, runfile.RunReport]] = []  # card, label, baseline dir, run
     for card in args.cards:
@@ -102,7 +121,10 @@ def main() -> int:
         for path in sorted(card.glob("[0-9]*_*.json")):
             schedule, side = schedule_of(path.stem)
             folder = card / "baselines" if side == "here" else others[0] / "baselines"
-            runs.append((card.name, path.stem, folder, runfile.load(path)))
+            run = runfile.load(path)
+            if args.rounds:
+                run = replace(run, results=tuple(first_rounds(r, args.rounds) for r in run.results))
+            runs.append((card.name, path.stem, folder, run))
     if not runs:
         parser.error("no judging runs (NN_schedule_side.json) in the folders given")
     figures: dict[str, Any] = {"runs": [], "planted": {}, "calibration": {}, "stability": {}}
