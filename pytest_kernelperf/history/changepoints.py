@@ -11,17 +11,23 @@ Around each change point, the runs on either side are compared (`attribute`): th
 hash per kernel, the kernel inventory (kernels added or removed), the autotune choices and the
 environment (torch, triton, CUDA, driver...). Several change points of the same direction a few
 commits apart, or one whose transition is spread over several runs, are reported as a drift.
+
+A call's peak device memory needs no detection: nearly deterministic, it steps (`memory_steps`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import itertools
 import json
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from pytest_kernelperf.settings import DEFAULTS
+from pytest_kernelperf.verdict.memory import format_bytes, judge_memory
 
 from .store import HistoryError, HistoryStore, Point, SeriesKey
 
@@ -338,6 +344,48 @@ def _merge_drifts(
     return out
 
 
+# --- device memory -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryStep:
+    """A run whose call's peak device memory moved from the run before by more than the memory
+    threshold allows (verdict/memory.py's rule, either way): memory is nearly deterministic, so a
+    step between two runs needs no change point detection."""
+
+    run_id: int
+    commit: str | None
+    before_bytes: int
+    after_bytes: int
+
+    @property
+    def grew(self) -> bool:
+        return self.after_bytes > self.before_bytes
+
+    def describe(self) -> str:
+        """ "peak memory 64 MiB -> 128 MiB (+64 MiB) at 1a2b3c4d" """
+        change = self.after_bytes - self.before_bytes
+        where = short(self.commit) if self.commit else f"run {self.run_id}"
+        return (
+            f"peak memory {format_bytes(self.before_bytes)} -> {format_bytes(self.after_bytes)} "
+            f"({'+' if change > 0 else '-'}{format_bytes(abs(change))}) at {where}"
+        )
+
+
+def memory_steps(
+    points: Sequence[Point], threshold: float = DEFAULTS["memory_threshold"]
+) -> list[MemoryStep]:
+    """The runs whose peak memory stepped from the run before that measured it."""
+    known = [p for p in points if p.peak_memory_bytes is not None]
+    steps = []
+    for before, after in itertools.pairwise(known):
+        old, new = before.peak_memory_bytes, after.peak_memory_bytes
+        assert old is not None and new is not None
+        if judge_memory(new, old, threshold).exceeded or judge_memory(old, new, threshold).exceeded:
+            steps.append(MemoryStep(after.run_id, after.commit, old, new))
+    return steps
+
+
 # --- whole store ---------------------------------------------------------------------------------
 
 
@@ -348,6 +396,10 @@ class SeriesReport:
     points: list[Point]
     change_points: list[ChangePoint] = field(default_factory=list)
     analysed: bool = True  # False: too few runs, or the library is missing
+
+    @property
+    def memory_steps(self) -> list[MemoryStep]:
+        return memory_steps(self.points)
 
     @property
     def latest(self) -> Point:

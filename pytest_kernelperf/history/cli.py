@@ -288,6 +288,13 @@ def _show(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
         print(f"{series_label(r)} on {r.key.device} ({r.key.cache}):", file=out)
         for cp in r.change_points:
             print(f"  {cp.commit_range()}  {cp.describe()}", file=out)
+    stepped = [r for r in reports if r.memory_steps]
+    if stepped:
+        print("\ndevice memory steps (beyond the default memory_threshold):", file=out)
+    for r in stepped:
+        print(f"{series_label(r)} on {r.key.device} ({r.key.cache}):", file=out)
+        for step in r.memory_steps:
+            print(f"  {step.describe()}", file=out)
     return 0
 
 

@@ -78,6 +78,7 @@ def series_data(report: SeriesReport, base: Path | None = None) -> dict[str, Any
             for cp in report.change_points
         ],
         "art": _artifacts(report, base),
+        "mem": [{"grew": step.grew, "text": step.describe()} for step in report.memory_steps],
     }
 
 
@@ -266,6 +267,11 @@ for (const s of DATA) {
   if (s.cp.length) {
     const ul = document.createElement("ul"); ul.className = "cps";
     for (const cp of s.cp) { const li = document.createElement("li"); li.textContent = cp.range + ": " + cp.text; li.className = cp.slow ? "pos" : "neg"; ul.appendChild(li); }
+    card.appendChild(ul);
+  }
+  if (s.mem.length) {
+    const ul = document.createElement("ul"); ul.className = "cps";
+    for (const m of s.mem) { const li = document.createElement("li"); li.textContent = m.text; li.className = m.grew ? "pos" : "neg"; ul.appendChild(li); }
     card.appendChild(ul);
   }
   if (s.art.length) {

@@ -162,6 +162,7 @@ class Point:
     peak_fraction: float | None = None
     artifacts: tuple[str, ...] = ()
     value_ms: float | None = None  # the mean of the rounds, when known
+    peak_memory_bytes: int | None = None  # the call's peak device memory beyond its inputs
 
     def inventory(self) -> tuple[Mapping[str, Any], ...] | None:
         """The kernel inventory (name, launches, share, ms, code per kernel), None when not recorded."""
@@ -747,7 +748,8 @@ class HistoryStore:
         args: tuple[Any, ...] = () if series_id is None else (series_id,)
         rows = self.db.execute(
             "SELECT series_id, run_id, median_ms, value_ms, rounds_ms, verdict, kernels, autotune, "
-            f"reference_ratio, peak_fraction, artifacts FROM measurements {where} ORDER BY series_id, run_id",
+            "reference_ratio, peak_fraction, artifacts, peak_memory_bytes "
+            f"FROM measurements {where} ORDER BY series_id, run_id",
             args,
         )
         out: dict[int, list[Point]] = {}
@@ -761,7 +763,7 @@ class HistoryStore:
                 value = decoded[text] = _json(text, at, field)
             return value
 
-        for sid, rid, median, value, rounds, verdict, kernels, autotune, ratio, peak, arts in rows:
+        for sid, rid, median, value, rounds, verdict, kernels, autotune, ratio, peak, arts, memory in rows:
             at = f"the measurement of run {rid} in series {sid}"
             if rid not in runs or sid not in devices_of:
                 raise DamagedHistory(f"{at}: its {'run' if rid not in runs else 'series'} is missing")
@@ -790,6 +792,7 @@ class HistoryStore:
                     reference_ratio=_optional_figure(ratio, at, "reference_ratio"),
                     peak_fraction=_optional_figure(peak, at, "peak_fraction"),
                     artifacts=tuple(artifacts),
+                    peak_memory_bytes=_optional_count(memory, at, "peak_memory_bytes"),
                 )
             )
         if not in_order:
@@ -939,6 +942,12 @@ def _optional_figure(value: Any, at: str, field: str) -> float | None:
     if value is not None and not _is_number(value):
         raise DamagedHistory(f"{at}: {field} is {value!r}, not a finite number")
     return None if value is None else float(value)
+
+
+def _optional_count(value: Any, at: str, field: str) -> int | None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+        raise DamagedHistory(f"{at}: {field} is {value!r}, not a count of bytes")
+    return value
 
 
 def _environments(text: Any, at: str) -> dict[str, dict[str, str]]:

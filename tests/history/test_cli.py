@@ -221,3 +221,32 @@ def test_detect_on_one_branch(db: Path, tmp_path: Path) -> None:
     assert history(db, "detect", "--branch", "main")[0] == 0
     assert history(db, "detect", "--branch", "feature")[0] == 0  # 8 runs, all slow: no change within
     assert history(db, "detect")[0] == 1  # all runs in time order: the slow ones stand out
+
+
+def test_show_names_the_run_where_a_calls_device_memory_stepped(db: Path, tmp_path: Path) -> None:
+    """Memory is nearly deterministic: a step beyond memory_threshold between two runs is named
+    with its commit, up or down; the allocator's small wobble is not."""
+    mib = 1 << 20
+    peaks = [64 * mib, 64 * mib + 4096, 128 * mib, 128 * mib, 64 * mib]
+    for i, peak in enumerate(peaks):
+        result = rf.result("tests/test_k.py::test_mul", 1.0, rounds=[1.0, 1.0, 1.0], peak_memory_bytes=peak)
+        path = tmp_path / f"run{i:02d}.json"
+        path.write_text(json.dumps(rf.run([result], created=rf.created(i))), encoding="utf-8")
+        assert history(db, "import", "--commit", commit_of(i), str(path))[0] == 0
+    status, text = history(db, "show", "--no-detect")
+    assert status == 0
+    lines = text.split("device memory steps (beyond the default memory_threshold):\n", 1)[1].splitlines()
+    assert lines[1:3] == [
+        f"  peak memory 64 MiB -> 128 MiB (+64 MiB) at {changepoints.short(commit_of(2))}",
+        f"  peak memory 128 MiB -> 64 MiB (-64 MiB) at {changepoints.short(commit_of(4))}",
+    ]
+    with HistoryStore(db) as store:
+        (report,) = changepoints.analyse_store(store, require=False)
+        assert [step.grew for step in report.memory_steps] == [True, False]
+    # The dashboard lists them on the series' card, as text.
+    page = tmp_path / "history.html"
+    assert history(db, "report", "--html", str(page))[0] == 0
+    data = json.loads(
+        page.read_text().split('<script type="application/json" id="data">', 1)[1].split("</script>")[0]
+    )
+    assert [m["text"] for m in data[0]["mem"]] == [line.strip() for line in lines[1:3]]
