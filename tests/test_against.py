@@ -67,6 +67,16 @@ def repo(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+@pytest.fixture
+def compiled_once() -> None:
+    """torch.compile's modules imported by this process before a pytester run compiles: pytester
+    forgets the modules an in-process run imported, and importing them again would register
+    inductor's cache artefacts twice (an error of torch's, not of the code under test)."""
+    import torch
+
+    torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))
+
+
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest("-p", "no:cacheprovider", "--kernelperf-json=run.json", *args)
 
@@ -591,6 +601,8 @@ def test_compiled_block(kernel_bench):
 """
 
 
+@pytest.mark.slow  # torch.compile's modules in this process slow every later in-process run
+@pytest.mark.usefixtures("compiled_once")
 def test_a_module_object_made_in_the_test_is_timed_as_the_revisions_class(
     pytester: pytest.Pytester, repo: Path
 ) -> None:
@@ -616,7 +628,9 @@ def test_a_module_object_made_in_the_test_is_timed_as_the_revisions_class(
 # Objects made in tests, in the shapes a rebuild has to follow. REF scales by 1, the work tree by
 # {scale} (1.5): where REF's code runs, the answers differ.
 SHAPES = """
+import dataclasses
 import enum
+import functools
 
 import torch
 
@@ -678,7 +692,7 @@ class WithMode:
     def __call__(self, x):
         assert self.mode is Mode.FAST, self.mode
         return x * 2
-
+{newer}
 class Slotted:
     __slots__ = ("k",)
     fake_ms = 0.02
@@ -694,11 +708,46 @@ class InPlace(torch.nn.Module):
 
     def forward(self, x):
         return x * 2
+
+class Block(torch.nn.Module):
+    def forward(self, x):
+        return x * {scale}
+
+def scale_twice(x):
+    return x * 2 * {scale}
+
+@dataclasses.dataclass
+class Holder:
+    inner: object
+
+class Containers(torch.nn.Module):
+    fake_ms = 0.02
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([Block()])
+        self.chain = torch.nn.Sequential(Block())
+        self.fast = torch.compile(Block(), backend="eager")
+        self.fn = scale_twice
+        self.part = functools.partial(scale_twice)
+        self.kind = Block
+        self.held = Holder(Block())
+        self.items = [Inner()]
+        self.alias = self.items  # one list under two names
+
+    def forward(self, x):
+        x = self.fast(self.chain(self.blocks[0](x)))  # x * S^3
+        x = self.part(self.fn(x)) / 4  # x * S^2
+        x = self.kind()(self.held.inner(x))  # x * S^2
+        self.items.append(None)
+        assert len(self.alias) == len(self.items)
+        self.items.pop()
+        return x
 """
 
 SHAPE_TESTS = """
 import torch
-from kern.shapes import BoundFirst, Hooked, InList, InPlace, Slotted, WithMode
+from kern.shapes import BoundFirst, Containers, Hooked, InList, InPlace, Slotted, WithMode
 
 S = {scale}
 
@@ -728,26 +777,51 @@ def test_in_place_compiled(kernel_bench):
 def test_new_class(kernel_bench):
     from kern.fresh import Fresh
     kernel_bench(Fresh(), torch.ones(8), reference=lambda x: x * 2)
+
+def test_containers(kernel_bench):
+    kernel_bench(Containers(), torch.ones(8), reference=lambda x: x * S**7)
+
+def test_new_method(kernel_bench):
+    kernel_bench(WithMode().newer, torch.ones(8), reference=lambda x: x * 2)
+
+def test_local_class(kernel_bench):
+    class Local:
+        fake_ms = 0.02
+
+        def __call__(self, x):
+            return x * 2
+
+    kernel_bench(Local(), torch.ones(8), reference=lambda x: x * 2)
 """
 
 
+@pytest.mark.slow  # as above
+@pytest.mark.usefixtures("compiled_once")
 def test_objects_made_in_tests_are_rebuilt_through_lists_hooks_and_bound_methods_or_named(
     pytester: pytest.Pytester, repo: Path
 ) -> None:
     """Lists, tuples, forward hooks and bound methods held before their owner all run REF's code
     (the answers differ); an enum member stays REF's member; state in __slots__ and a module
     compiled in place cannot be rebuilt and say so; a class REF lacks is new."""
-    (repo / "kern" / "shapes.py").write_text(SHAPES.format(scale=1))
+    (repo / "kern" / "shapes.py").write_text(SHAPES.format(scale=1, newer=""))
     (repo / "test_shapes.py").write_text(SHAPE_TESTS.format(scale=1.5))
     git_run(repo, "add", "-A")
     git_run(repo, "commit", "-qm", "shapes")
-    (repo / "kern" / "shapes.py").write_text(SHAPES.format(scale=1.5))
+    newer = "\n    def newer(self, x):\n        return x * 2\n\n    newer.fake_ms = 0.02\n"
+    (repo / "kern" / "shapes.py").write_text(SHAPES.format(scale=1.5, newer=newer))
     (repo / "kern" / "fresh.py").write_text(
         "class Fresh:\n    fake_ms = 0.02\n\n    def __call__(self, x):\n        return x * 2\n"
     )
-    run(pytester, "test_shapes.py", "--kernelperf-against", "HEAD").assert_outcomes(passed=8)
+    run(pytester, "test_shapes.py", "--kernelperf-against", "HEAD").assert_outcomes(passed=11)
     found = results(pytester)
-    for test in ("test_in_list", "test_bound_first", "test_bound_method_of_an_object", "test_hooked"):
+    rebuilt = (
+        "test_in_list",
+        "test_bound_first",
+        "test_bound_method_of_an_object",
+        "test_hooked",
+        "test_containers",
+    )
+    for test in rebuilt:
         against = found[test]["against"]
         assert (against["found"], found[test]["verdict"]) == ("found", "same"), (
             test,
@@ -762,5 +836,8 @@ def test_objects_made_in_tests_are_rebuilt_through_lists_hooks_and_bound_methods
     slotted = found["test_slotted"]["comparison"]["reason"]
     assert found["test_slotted"]["verdict"] == "incomparable" and "keeps its state in __slots__" in slotted
     in_place = found["test_in_place_compiled"]["comparison"]["reason"]
-    assert "compiled in place (module.compile())" in in_place, in_place
+    assert "module.compile() compiles in place" in in_place, in_place
     assert found["test_new_class"]["verdict"] == "new"
+    assert found["test_new_method"]["verdict"] == "new", found["test_new_method"]["comparison"]
+    local = found["test_local_class"]["comparison"]["reason"]
+    assert found["test_local_class"]["verdict"] == "incomparable" and "held under no name" in local

@@ -27,7 +27,7 @@ import importlib.machinery
 import importlib.util
 import inspect
 import sys
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -166,8 +166,8 @@ class RevisionCode:
         inner = original if original is not None else fn
         kind = type(inner)
         home = sys.modules.get(kind.__module__)
-        if home is None or self._repo_file(home) is None:
-            return None
+        if home is None or self._repo_file(home) is None or "<locals>" in kind.__qualname__:
+            return None  # not the repository's class, or one no name finds
         where = f"{kind.__module__}:{kind.__qualname__}{'.' + attribute if attribute else ''}"
         where += " (an object made in the test)"
         there = self._counterpart(home, kind.__qualname__)
@@ -175,6 +175,9 @@ class RevisionCode:
             return replace(there, where=where)  # the class is new, or its module does not import
         if not isinstance(there.fn, type) or there.fn is kind:
             return None
+        if attribute and not hasattr(there.fn, attribute):
+            reason = f"{kind.__qualname__} at {self.name} has no {attribute}"
+            return Lookup(Found.ABSENT, where=where, reason=reason)
         try:
             twin = self._twin(inner, {})
             if original is not None:
@@ -198,49 +201,150 @@ class RevisionCode:
         )
 
     def _twin(self, value: Any, made: dict[int, Any]) -> Any:
-        """`value` as the revision's code: an object of a repository class becomes an object of the
-        revision's class of that name with the same attributes, each made the revision's in turn (a
-        shallow copy: tensors stay shared; `made` holds the twins so far, so an object held twice or
-        in a cycle gets one); lists, tuples and dicts (hooks are kept in ordered dicts) item by
-        item; a method bound to such an object, bound to its twin (the revision's function of that
-        name); enum members, dataclasses and named tuples as `translate` makes them. What cannot be
-        made the revision's without running this code raises TypeError: state in __slots__, a
-        module compiled in place (`module.compile()`)."""
-        kind = type(value)
-        if kind in (list, tuple):
-            items = [self._twin(item, made) for item in value]
-            return value if all(a is b for a, b in zip(items, value, strict=True)) else kind(items)
-        if kind in (dict, OrderedDict):
-            changed = {key: self._twin(item, made) for key, item in value.items()}
-            return value if all(changed[key] is value[key] for key in value) else kind(changed)
-        if isinstance(value, MethodType):
-            if self._revision_class(type(value.__self__)) is None:
-                return value
-            owner = self._twin(value.__self__, made)
-            name = value.__func__.__name__
-            function = getattr(type(owner), name, None)
-            if not inspect.isfunction(function):
-                raise TypeError(f"{type(owner).__qualname__}.{name} at {self.name} is not a method")
-            return MethodType(function, owner)
-        inside = getattr(value, "_torchdynamo_orig_callable", None)  # torch.compile of a function
-        if isinstance(inside, MethodType) and self._revision_class(type(inside.__self__)) is not None:
-            raise TypeError(
-                f"{type(inside.__self__).__qualname__} was compiled in place (module.compile()): "
-                "give kernel_bench torch.compile(module) instead"
-            )
-        if id(value) in made:
-            return made[id(value)]
-        other = self._revision_class(kind)
-        if other is None:
+        """`value` with the revision's code wherever the repository's is in it, failing closed:
+        whatever holds the repository's code and cannot be given the revision's raises TypeError,
+        never keeps this code silently. Objects that hold none of it stay shared (tensors,
+        parameters, numbers); `made` holds what was rebuilt so far, so a value held twice or in a
+        cycle is rebuilt once.
+
+        * an object of a repository class: an object of the revision's class of that name with
+          the same attributes, each rebuilt (a shallow copy: tensors stay shared); an object of
+          another class that holds the repository's code (`nn.ModuleList`, `nn.Sequential`): a
+          copy of the same class, its attributes rebuilt;
+        * a function or class of the repository: the revision's of that name; a method bound to a
+          rebuilt object: the revision's function of that name bound to it; `functools.partial`,
+          lists, tuples (named tuples too), sets and dicts (hooks are kept in ordered dicts): item
+          by item; an enum member: the revision's member of that name; a torch.compile'd module:
+          compiled again, with the same options, around its rebuilt module.
+
+        Raises TypeError for what cannot be rebuilt without running this code: state in
+        __slots__, a module compiled in place (`module.compile()`), code the revision lacks."""
+        touched: dict[int, bool] = {}
+        return self._rebuild(value, made, touched)
+
+    def _rebuild(self, value: Any, made: dict[int, Any], touched: dict[int, bool]) -> Any:
+        if not self._touches(value, touched):
             return value
-        if isinstance(value, enum.Enum) or dataclasses.is_dataclass(value) or isinstance(value, tuple):
-            return self.translate(value)
-        if not hasattr(value, "__dict__") or _slotted(kind):
-            raise TypeError(f"{kind.__qualname__} keeps its state in __slots__")
+        key = id(value)
+        if key in made:
+            return made[key]
+        kind = type(value)
+        inner = getattr(value, "_orig_mod", None)
+        if inner is not None and hasattr(value, "dynamo_ctx"):  # torch.compile of a module
+            made[key] = kind(self._rebuild(inner, made, touched), value.dynamo_ctx)
+            return made[key]
+        if getattr(value, "_torchdynamo_orig_callable", None) is not None:
+            raise TypeError(
+                "torch.compile of a function or method holding this code (module.compile() compiles "
+                "in place): give kernel_bench torch.compile(module) instead"
+            )
+        if isinstance(value, ModuleType):
+            loaded = self._load(value.__name__)
+            if isinstance(loaded, str):
+                raise TypeError(loaded)
+            return loaded
+        if inspect.isfunction(value) or isinstance(value, type):
+            return self._revision_code(value)
+        if isinstance(value, enum.Enum):
+            other = self._revision_code(kind)
+            if value.name not in other.__members__:
+                raise TypeError(f"{kind.__qualname__}.{value.name} is not a member at {self.name}")
+            return other.__members__[value.name]
+        if isinstance(value, MethodType):
+            owner = self._rebuild(value.__self__, made, touched)
+            name = value.__func__.__name__
+            if owner is value.__self__:  # the repository's function bound to another object
+                function = self._revision_code(value.__func__)
+            else:
+                function = getattr(type(owner), name, None)
+            if not inspect.isfunction(function):
+                raise TypeError(f"{type(owner).__qualname__}.{name} is no method at {self.name}")
+            return MethodType(function, owner)
+        if isinstance(value, functools.partial):
+            func = self._rebuild(value.func, made, touched)
+            args = [self._rebuild(item, made, touched) for item in value.args]
+            keywords = {k: self._rebuild(item, made, touched) for k, item in value.keywords.items()}
+            made[key] = functools.partial(func, *args, **keywords)
+            return made[key]
+        if kind is list:
+            items: list[Any] = []
+            made[key] = items  # before its items: a list that holds itself
+            items.extend(self._rebuild(item, made, touched) for item in value)
+            return items
+        if kind in (set, frozenset):
+            made[key] = kind(self._rebuild(item, made, touched) for item in value)
+            return made[key]
+        if isinstance(value, tuple):
+            parts = [self._rebuild(item, made, touched) for item in value]
+            other = self._revision_code(kind) if self._ours_type(kind) else kind
+            made[key] = other(*parts) if hasattr(kind, "_fields") else other(parts)
+            return made[key]
+        if kind in (dict, OrderedDict, defaultdict):
+            table: Any = defaultdict(value.default_factory) if kind is defaultdict else kind()
+            made[key] = table
+            table.update({k: self._rebuild(item, made, touched) for k, item in value.items()})
+            return table
+        state = getattr(value, "__dict__", None)
+        if not isinstance(state, dict) or _slotted(kind):
+            raise TypeError(f"{kind.__qualname__} keeps its state in __slots__, which cannot be copied")
+        other = self._revision_code(kind) if self._ours_type(kind) else kind
         twin: Any = object.__new__(other)
-        made[id(value)] = twin
-        twin.__dict__.update({name: self._twin(item, made) for name, item in vars(value).items()})
+        made[key] = twin
+        twin.__dict__.update({name: self._rebuild(item, made, touched) for name, item in state.items()})
         return twin
+
+    def _touches(self, value: Any, touched: dict[int, bool]) -> bool:
+        """Whether the repository's code (its functions, classes, modules, objects) is in `value`,
+        as far as lists, tuples, sets, dicts, partials, bound methods and attributes show."""
+        key = id(value)
+        if key in touched:
+            return touched[key]
+        touched[key] = False  # a cycle adds nothing
+        kind = type(value)
+        if value is None or kind in (bool, int, float, complex, str, bytes) or hasattr(value, "data_ptr"):
+            found = False  # numbers, text, tensors and parameters
+        elif getattr(value, "_torchdynamo_orig_callable", None) is not None:  # torch.compile of a function
+            found = self._touches(value._torchdynamo_orig_callable, touched)
+        elif isinstance(value, ModuleType):
+            found = self._repo_file(value) is not None
+        elif inspect.isfunction(value) or isinstance(value, type):
+            found = self._ours_type(value) if isinstance(value, type) else self._ours_function(value)
+        elif self._ours_type(kind):
+            found = True
+        elif isinstance(value, MethodType):
+            found = self._touches(value.__self__, touched) or self._ours_function(value.__func__)
+        elif isinstance(value, functools.partial):
+            found = any(
+                self._touches(v, touched) for v in (value.func, *value.args, *value.keywords.values())
+            )
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            found = any(self._touches(item, touched) for item in value)
+        elif isinstance(value, dict):
+            found = any(self._touches(item, touched) for item in value.values())
+        else:
+            state = getattr(value, "__dict__", None)
+            found = isinstance(state, dict) and any(self._touches(item, touched) for item in state.values())
+        touched[key] = found
+        return found
+
+    def _ours_type(self, kind: type) -> bool:
+        home = sys.modules.get(kind.__module__)
+        return home is not None and self._repo_file(home) is not None
+
+    def _ours_function(self, fn: Any) -> bool:
+        home = sys.modules.get(getattr(fn, "__module__", None) or "")
+        return home is not None and self._repo_file(home) is not None
+
+    def _revision_code(self, code: Any) -> Any:
+        """The revision's function or class of the same module and name as the repository's `code`;
+        TypeError where it has none."""
+        home = sys.modules[code.__module__]
+        if "<locals>" in code.__qualname__:
+            raise TypeError(f"{code.__qualname__} is made inside a function: no name finds it at {self.name}")
+        lookup = self._counterpart(home, code.__qualname__)
+        if lookup.found is not Found.SAME_NAME or lookup.fn is None:
+            raise TypeError(lookup.reason)
+        return lookup.fn
 
     def _revision_class(self, kind: type) -> type | None:
         """The revision's class of the same module and name as the repository's class `kind`;

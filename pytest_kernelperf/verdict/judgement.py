@@ -196,7 +196,7 @@ def pairs_needed(
     target = PAIRED_DETECT_FLOORS * context.threshold
     if detectable is None or detectable <= target:
         return have
-    if target <= 0 or have < 2:
+    if target <= 0 or have < 2 or not math.isfinite(detectable):
         return most
     wanted = math.ceil(have * (math.log1p(detectable) / math.log1p(target)) ** 2)
     return max(have, min(most, wanted))
