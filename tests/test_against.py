@@ -636,6 +636,15 @@ import torch
 
 class Mode(enum.Enum):
     FAST = 1
+{turbo}
+class WithTurbo:
+    fake_ms = 0.02
+
+    def __init__(self):
+        self.mode = getattr(Mode, "TURBO", Mode.FAST)
+
+    def __call__(self, x):
+        return x * 2
 
 class Inner:
     def __init__(self):
@@ -747,7 +756,7 @@ class Containers(torch.nn.Module):
 
 SHAPE_TESTS = """
 import torch
-from kern.shapes import BoundFirst, Containers, Hooked, InList, InPlace, Slotted, WithMode
+from kern.shapes import BoundFirst, Containers, Hooked, InList, InPlace, Slotted, WithMode, WithTurbo
 
 S = {scale}
 
@@ -784,6 +793,9 @@ def test_containers(kernel_bench):
 def test_new_method(kernel_bench):
     kernel_bench(WithMode().newer, torch.ones(8), reference=lambda x: x * 2)
 
+def test_turbo(kernel_bench):
+    kernel_bench(WithTurbo(), torch.ones(8), reference=lambda x: x * 2)
+
 def test_local_class(kernel_bench):
     class Local:
         fake_ms = 0.02
@@ -803,16 +815,16 @@ def test_objects_made_in_tests_are_rebuilt_through_lists_hooks_and_bound_methods
     """Lists, tuples, forward hooks and bound methods held before their owner all run REF's code
     (the answers differ); an enum member stays REF's member; state in __slots__ and a module
     compiled in place cannot be rebuilt and say so; a class REF lacks is new."""
-    (repo / "kern" / "shapes.py").write_text(SHAPES.format(scale=1, newer=""))
+    (repo / "kern" / "shapes.py").write_text(SHAPES.format(scale=1, newer="", turbo=""))
     (repo / "test_shapes.py").write_text(SHAPE_TESTS.format(scale=1.5))
     git_run(repo, "add", "-A")
     git_run(repo, "commit", "-qm", "shapes")
     newer = "\n    def newer(self, x):\n        return x * 2\n\n    newer.fake_ms = 0.02\n"
-    (repo / "kern" / "shapes.py").write_text(SHAPES.format(scale=1.5, newer=newer))
+    (repo / "kern" / "shapes.py").write_text(SHAPES.format(scale=1.5, newer=newer, turbo="    TURBO = 2\n"))
     (repo / "kern" / "fresh.py").write_text(
         "class Fresh:\n    fake_ms = 0.02\n\n    def __call__(self, x):\n        return x * 2\n"
     )
-    run(pytester, "test_shapes.py", "--kernelperf-against", "HEAD").assert_outcomes(passed=11)
+    run(pytester, "test_shapes.py", "--kernelperf-against", "HEAD").assert_outcomes(passed=12)
     found = results(pytester)
     rebuilt = (
         "test_in_list",
@@ -839,5 +851,7 @@ def test_objects_made_in_tests_are_rebuilt_through_lists_hooks_and_bound_methods
     assert "module.compile() compiles in place" in in_place, in_place
     assert found["test_new_class"]["verdict"] == "new"
     assert found["test_new_method"]["verdict"] == "new", found["test_new_method"]["comparison"]
+    turbo = found["test_turbo"]["comparison"]["reason"]
+    assert found["test_turbo"]["verdict"] == "incomparable" and "Mode.TURBO is not a member at HEAD" in turbo
     local = found["test_local_class"]["comparison"]["reason"]
     assert found["test_local_class"]["verdict"] == "incomparable" and "held under no name" in local

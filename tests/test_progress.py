@@ -296,11 +296,15 @@ def test_a_crashed_workers_test_and_a_test_on_two_workers_leave_nothing_running(
     watch.pytest_runtest_logfinish("test_k.py::test_each")
     assert len(watch._remote["test_k.py::test_each"]) == 1
     watch.pytest_runtest_logfinish("test_k.py::test_each")
-    # A worker that crashed: xdist sends only a report of phase "???" for its test.
+    # A worker that crashed: xdist sends only a report of phase "???" for its test; under
+    # `--dist each` the same test may still run on another worker.
+    watch.pytest_runtest_logstart("test_k.py::test_crash")
     watch.pytest_runtest_logstart("test_k.py::test_crash")
     phase: Any = "???"
     crash = pytest.TestReport(
         "test_k.py::test_crash", ("test_k.py", None, ""), {}, "failed", "crashed", phase
     )
+    watch.pytest_runtest_logreport(crash)
+    assert len(watch._remote["test_k.py::test_crash"]) == 1
     watch.pytest_runtest_logreport(crash)
     assert not watch._remote and not watch._timers and reporter.lines == []

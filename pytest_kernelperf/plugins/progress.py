@@ -186,10 +186,11 @@ class Progress:
                 del self._remote[nodeid]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """A worker that crashed sends no end of its test, only this report (phase "???")."""
+        """A worker that crashed sends no end of its test, only this report (phase "???"): it
+        ends one of the test's entries, as an end would (under `--dist each` another worker may
+        still run the same test)."""
         if report.when == "???":  # type: ignore[comparison-overlap]
-            for state in self._remote.pop(report.nodeid, []):
-                self._end(state)
+            self.pytest_runtest_logfinish(report.nodeid)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self) -> None:
