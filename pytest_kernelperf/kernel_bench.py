@@ -709,17 +709,16 @@ class KernelBench:
         index = roles.index("base")
         most = plan.max_rounds or plan.rounds * self.settings.max_rounds
         began = time.monotonic()
-        goal: list[int] = []  # decided once
+        goal: int | None = None  # decided once, after the planned rounds
 
         def wanted(fn_rounds: list[Timing], other_rounds: list[list[Timing]]) -> bool:
-            if not goal:
+            nonlocal goal
+            if goal is None:
                 fn_ms = [t.device_time.round_locations_ms[-1] for t in fn_rounds]
                 base_ms = [t.device_time.round_locations_ms[-1] for t in other_rounds[index]]
                 method = fn_rounds[0].device_time.method
-                goal.append(
-                    pairs_needed(fn_ms, base_ms, context, device=device.name, method=method, most=most)
-                )
-            return len(fn_rounds) < goal[0] and time.monotonic() - began <= PAIRED_MEASURING_S
+                goal = pairs_needed(fn_ms, base_ms, context, device=device.name, method=method, most=most)
+            return len(fn_rounds) < goal and time.monotonic() - began <= PAIRED_MEASURING_S
 
         return wanted
 

@@ -42,6 +42,13 @@ step() {  # step NAME SECONDS COMMAND...: run with a time limit, keep its output
     log "== $name: exit $status in $((SECONDS - began)) s"
     tail -n 8 "$W/$name.log" >>"$SUMMARY"
 }
+gpu_tests() {  # the project's GPU tests in file order and reversed (no fake left behind for the next)
+    local G="tests/test_gpu.py tests/test_profile_gpu.py tests/test_roofline.py tests/test_gpu_pinning.py tests/test_faults.py tests/test_placement.py"
+    # 70 s per order was too little on an H200 (2026-12-01: both orders cut off).
+    step gpu_tests "${TESTS_LIMIT_S:-200}" python3 -m pytest -q -n 0 -p no:cacheprovider -rs $G
+    step gpu_tests_reversed "${TESTS_LIMIT_S:-200}" python3 -m pytest -q -n 0 -p no:cacheprovider -rs \
+        $(echo $G | tr ' ' '\n' | tac)
+}
 log "$(date -u +%FT%TZ) $(nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tr '\n' ';')"
 log "torch $(python3 -c 'import torch; print(torch.__version__, torch.version.cuda)'), triton $(python3 -c 'import triton; print(triton.__version__)')"
 P="-p no:cacheprovider -v -rs"
@@ -113,9 +120,7 @@ final)
     # the example suite with the cost breakdown and device memory; the scoring suite against another
     # card's baselines (JUDGE_ONLY) with the known-spread rounds; a planted 64 MiB workspace.
     nvidia-smi -L | tee -a "$SUMMARY"
-    G="tests/test_gpu.py tests/test_profile_gpu.py tests/test_roofline.py tests/test_gpu_pinning.py tests/test_faults.py tests/test_placement.py"
-    step gpu_tests "${TESTS_LIMIT_S:-70}" python3 -m pytest -q -n 0 -p no:cacheprovider -rs $G
-    step gpu_tests_reversed "${TESTS_LIMIT_S:-70}" python3 -m pytest -q -n 0 -p no:cacheprovider -rs $(echo $G | tr ' ' '\n' | tac)
+    gpu_tests
     step examples "${EXAMPLES_LIMIT_S:-60}" python3 -m pytest --kernelperf example_kernels -k "not cuda" $P \
         --kernelperf-durations=0 --kernelperf-json="$W/examples.json"
     step scoring_other "${SCORING_LIMIT_S:-60}" python3 -m pytest --kernelperf studies/scoring_kernels $P \
@@ -154,12 +159,7 @@ against)
             -o "$W/cost_profiled.pstats" -m pytest --kernelperf studies/scoring_kernels $P \
             --kernelperf-baseline-dir="$COST_BASELINES" --kernelperf-json="$W/cost_profiled.json"
     fi
-    if [ -n "${GPU_TESTS:-}" ]; then  # the project's GPU tests, in file order and reversed
-        G="tests/test_gpu.py tests/test_profile_gpu.py tests/test_roofline.py tests/test_gpu_pinning.py tests/test_faults.py tests/test_placement.py"
-        step gpu_tests "${TESTS_LIMIT_S:-70}" python3 -m pytest -q -n 0 -p no:cacheprovider -rs $G
-        step gpu_tests_reversed "${TESTS_LIMIT_S:-70}" python3 -m pytest -q -n 0 -p no:cacheprovider -rs \
-            $(echo $G | tr ' ' '\n' | tac)
-    fi
+    [ -n "${GPU_TESTS:-}" ] && gpu_tests
     step against "${AGAINST_LIMIT_S:-480}" python3 studies/against_study.py --out "$W" \
         --budget-s "${AGAINST_BUDGET_S:-400}"
     step against_figures 60 python3 studies/against_study.py --analyse "$W/against"

@@ -262,12 +262,18 @@ def test_an_isolated_test_running_long_is_said_by_its_parent(project: Project) -
     assert "kernelperf: first call" not in result.stdout.str()  # the child says nothing itself
 
 
+def xdist_controller(monkeypatch: pytest.MonkeyPatch, after: str) -> tuple[Progress, FakeReporter]:
+    """Progress as the controller of a pytest-xdist run that times kernels sees it."""
+    watch, reporter = make(monkeypatch, after)
+    watch.config.distributed = True  # type: ignore[attr-defined]
+    watch.timed_run = True
+    return watch, reporter
+
+
 def test_the_xdist_controller_announces_a_workers_long_test_and_times_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    watch, reporter = make(monkeypatch, "0.01")
-    watch.config.distributed = True  # type: ignore[attr-defined]
-    watch.timed_run = True
+    watch, reporter = xdist_controller(monkeypatch, "0.01")
     watch.pytest_runtest_logstart("test_k.py::test_long")
     wait_for(lambda: bool(reporter.lines))
     assert reporter.lines == ["kernelperf: test_k.py::test_long (on an xdist worker) ..."]
@@ -287,9 +293,7 @@ def test_the_xdist_controller_announces_a_workers_long_test_and_times_it(
 def test_a_crashed_workers_test_and_a_test_on_two_workers_leave_nothing_running(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    watch, reporter = make(monkeypatch, "60")
-    watch.config.distributed = True  # type: ignore[attr-defined]
-    watch.timed_run = True
+    watch, reporter = xdist_controller(monkeypatch, "60")
     # `--dist each`: the same test on two workers; each end ends one.
     watch.pytest_runtest_logstart("test_k.py::test_each")
     watch.pytest_runtest_logstart("test_k.py::test_each")

@@ -155,12 +155,23 @@ def test_interleaved_rounds_stay_paired_when_the_baseline_spread(monkeypatch: py
     assert len(timing.device_time.round_locations_ms) == len(reference.device_time.round_locations_ms) == 3
 
 
+def scripted_target(label: str) -> Any:
+    """A Target on the CPU whose rounds the ScriptedTimer states at 1 ms."""
+    from pytest_kernelperf.measure.timing import Target
+    from pytest_kernelperf.model.device import DeviceInfo
+
+    def call() -> None:
+        return None
+
+    call.fake_ms = 1.0  # type: ignore[attr-defined]
+    return Target(call, DeviceInfo(kind="cpu", name="test CPU"), label=label, fn=call)
+
+
 def test_interleaved_rounds_rotate_the_order_of_three_functions() -> None:
     """fn, its counterpart at another revision and its reference: each group of rounds starts one
     place later, so no function always goes first."""
     from pytest_kernelperf import kernel_bench
     from pytest_kernelperf.measure.timing import Target, Timing
-    from pytest_kernelperf.model.device import DeviceInfo
     from pytest_kernelperf.testing import ScriptedTimer, sampling_plan
 
     order: list[str] = []
@@ -170,17 +181,11 @@ def test_interleaved_rounds_rotate_the_order_of_three_functions() -> None:
             order.append(target.label)
             return super().measure(target, plan)
 
-    cpu = DeviceInfo(kind="cpu", name="test CPU")
-
-    def target(label: str) -> Target:
-        def call() -> None:
-            return None
-
-        call.fake_ms = 1.0  # type: ignore[attr-defined]
-        return Target(call, cpu, label=label, fn=call)
-
     timing, others = kernel_bench._interleaved(
-        Recording(), target("fn"), [target("base"), target("ref")], sampling_plan(rounds=3)
+        Recording(),
+        scripted_target("fn"),
+        [scripted_target("base"), scripted_target("ref")],
+        sampling_plan(rounds=3),
     )
     assert order == ["fn", "base", "ref", "base", "ref", "fn", "ref", "fn", "base"]
     assert [len(t.device_time.round_locations_ms) for t in (timing, *others)] == [3, 3, 3]
@@ -189,18 +194,8 @@ def test_interleaved_rounds_rotate_the_order_of_three_functions() -> None:
 def test_interleaved_rounds_draw_more_groups_while_more_asks() -> None:
     """`more` sees every function's rounds so far and decides on further groups after the plan's."""
     from pytest_kernelperf import kernel_bench
-    from pytest_kernelperf.measure.timing import Target, Timing
-    from pytest_kernelperf.model.device import DeviceInfo
+    from pytest_kernelperf.measure.timing import Timing
     from pytest_kernelperf.testing import ScriptedTimer, sampling_plan
-
-    cpu = DeviceInfo(kind="cpu", name="test CPU")
-
-    def target(label: str) -> Target:
-        def call() -> None:
-            return None
-
-        call.fake_ms = 1.0  # type: ignore[attr-defined]
-        return Target(call, cpu, label=label, fn=call)
 
     seen: list[tuple[int, int]] = []
 
@@ -209,7 +204,7 @@ def test_interleaved_rounds_draw_more_groups_while_more_asks() -> None:
         return len(fn_rounds) < 7
 
     timing, (base,) = kernel_bench._interleaved(
-        ScriptedTimer(), target("fn"), [target("base")], sampling_plan(rounds=3), more
+        ScriptedTimer(), scripted_target("fn"), [scripted_target("base")], sampling_plan(rounds=3), more
     )
     assert [len(t.device_time.round_locations_ms) for t in (timing, base)] == [7, 7]
     # Asked only once the plan's own rounds were in, always with whole groups.

@@ -24,6 +24,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
 from pytest_kernelperf.settings import DEFAULTS
@@ -397,7 +398,7 @@ class SeriesReport:
     change_points: list[ChangePoint] = field(default_factory=list)
     analysed: bool = True  # False: too few runs, or the library is missing
 
-    @property
+    @cached_property
     def memory_steps(self) -> list[MemoryStep]:
         return memory_steps(self.points)
 

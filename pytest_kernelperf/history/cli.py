@@ -24,7 +24,7 @@ import os
 import re
 import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -281,21 +281,32 @@ def _show(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
             ]
         )
     _table(rows, out)
-    changed = [r for r in reports if r.change_points]
-    if changed:
-        print("\nchange points:", file=out)
-    for r in changed:
-        print(f"{series_label(r)} on {r.key.device} ({r.key.cache}):", file=out)
-        for cp in r.change_points:
-            print(f"  {cp.commit_range()}  {cp.describe()}", file=out)
-    stepped = [r for r in reports if r.memory_steps]
-    if stepped:
-        print("\ndevice memory steps (beyond the default memory_threshold):", file=out)
-    for r in stepped:
-        print(f"{series_label(r)} on {r.key.device} ({r.key.cache}):", file=out)
-        for step in r.memory_steps:
-            print(f"  {step.describe()}", file=out)
+    _per_series(
+        "change points",
+        reports,
+        lambda r: [f"{cp.commit_range()}  {cp.describe()}" for cp in r.change_points],
+        out,
+    )
+    _per_series(
+        "device memory steps (beyond the default memory_threshold)",
+        reports,
+        lambda r: [step.describe() for step in r.memory_steps],
+        out,
+    )
     return 0
+
+
+def _per_series(
+    title: str, reports: list[SeriesReport], lines_of: Callable[[SeriesReport], list[str]], out: TextIO
+) -> None:
+    """A section of `show`: under `title`, each series with lines, and its lines; nothing without any."""
+    listed = [(r, lines) for r in reports if (lines := lines_of(r))]
+    if listed:
+        print(f"\n{title}:", file=out)
+    for r, lines in listed:
+        print(f"{series_label(r)} on {r.key.device} ({r.key.cache}):", file=out)
+        for line in lines:
+            print(f"  {line}", file=out)
 
 
 def _detect(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:

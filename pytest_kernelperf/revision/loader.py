@@ -161,16 +161,13 @@ class RevisionCode:
         objects in it made the revision's too (see _twin); a torch.compile'd module is compiled
         the same way again around the revision's. None where fn is no such object; the reason
         where the revision lacks the class or the object cannot be rebuilt."""
-        compiled: Any = fn
         original = getattr(fn, "_orig_mod", None)  # torch.compile of a module: OptimizedModule
-        inner = original if original is not None else fn
-        kind = type(inner)
-        home = sys.modules.get(kind.__module__)
-        if home is None or self._repo_file(home) is None or "<locals>" in kind.__qualname__:
+        kind = type(original if original is not None else fn)
+        if not self._from_repository(kind) or "<locals>" in kind.__qualname__:
             return None  # not the repository's class, or one no name finds
         where = f"{kind.__module__}:{kind.__qualname__}{'.' + attribute if attribute else ''}"
         where += " (an object made in the test)"
-        there = self._counterpart(home, kind.__qualname__)
+        there = self._counterpart(sys.modules[kind.__module__], kind.__qualname__)
         if there.found is not Found.SAME_NAME:
             return replace(there, where=where)  # the class is new, or its module does not import
         if not isinstance(there.fn, type) or there.fn is kind:
@@ -179,10 +176,7 @@ class RevisionCode:
             reason = f"{kind.__qualname__} at {self.name} has no {attribute}"
             return Lookup(Found.ABSENT, where=where, reason=reason)
         try:
-            twin = self._twin(inner, {})
-            if original is not None:
-                # The same compile options (the same dynamo context) around the revision's module.
-                twin = type(compiled)(twin, compiled.dynamo_ctx)
+            twin = self._twin(fn)
             if attribute:
                 twin = getattr(twin, attribute)
         except Exception as exc:  # an object this cannot rebuild: say why, time nothing
@@ -192,20 +186,13 @@ class RevisionCode:
                 reason=f"{_describe(fn)} (an object made in the test) could not be rebuilt as "
                 f"{self.name}'s {kind.__qualname__}: {type(exc).__name__}: {exc}",
             )
-        return Lookup(
-            Found.SAME_NAME,
-            fn=twin,
-            where=where,
-            adapt=self.translate,
-            imports_when_called=lambda: self.imports_when_called,
-        )
+        return self._found(twin, where)
 
-    def _twin(self, value: Any, made: dict[int, Any]) -> Any:
+    def _twin(self, value: Any) -> Any:
         """`value` with the revision's code wherever the repository's is in it, failing closed:
         whatever holds the repository's code and cannot be given the revision's raises TypeError,
         never keeps this code silently. Objects that hold none of it stay shared (tensors,
-        parameters, numbers); `made` holds what was rebuilt so far, so a value held twice or in a
-        cycle is rebuilt once.
+        parameters, numbers); a value held twice or in a cycle is rebuilt once.
 
         * an object of a repository class: an object of the revision's class of that name with
           the same attributes, each rebuilt (a shallow copy: tensors stay shared); an object of
@@ -219,8 +206,7 @@ class RevisionCode:
 
         Raises TypeError for what cannot be rebuilt without running this code: state in
         __slots__, a module compiled in place (`module.compile()`), code the revision lacks."""
-        touched: dict[int, bool] = {}
-        return self._rebuild(value, made, touched)
+        return self._rebuild(value, {}, {})
 
     def _rebuild(self, value: Any, made: dict[int, Any], touched: dict[int, bool]) -> Any:
         if not self._touches(value, touched):
@@ -276,7 +262,7 @@ class RevisionCode:
             return made[key]
         if isinstance(value, tuple):
             parts = [self._rebuild(item, made, touched) for item in value]
-            other = self._revision_code(kind) if self._ours_type(kind) else kind
+            other = self._revision_code(kind) if self._from_repository(kind) else kind
             made[key] = other(*parts) if hasattr(kind, "_fields") else other(parts)
             return made[key]
         if kind in (dict, OrderedDict, defaultdict):
@@ -287,7 +273,7 @@ class RevisionCode:
         state = getattr(value, "__dict__", None)
         if not isinstance(state, dict) or _slotted(kind):
             raise TypeError(f"{kind.__qualname__} keeps its state in __slots__, which cannot be copied")
-        other = self._revision_code(kind) if self._ours_type(kind) else kind
+        other = self._revision_code(kind) if self._from_repository(kind) else kind
         twin: Any = object.__new__(other)
         made[key] = twin
         twin.__dict__.update({name: self._rebuild(item, made, touched) for name, item in state.items()})
@@ -308,11 +294,11 @@ class RevisionCode:
         elif isinstance(value, ModuleType):
             found = self._repo_file(value) is not None
         elif inspect.isfunction(value) or isinstance(value, type):
-            found = self._ours_type(value) if isinstance(value, type) else self._ours_function(value)
-        elif self._ours_type(kind):
+            found = self._from_repository(value)
+        elif self._from_repository(kind):
             found = True
         elif isinstance(value, MethodType):
-            found = self._touches(value.__self__, touched) or self._ours_function(value.__func__)
+            found = self._touches(value.__self__, touched) or self._from_repository(value.__func__)
         elif isinstance(value, functools.partial):
             found = any(
                 self._touches(v, touched) for v in (value.func, *value.args, *value.keywords.values())
@@ -327,12 +313,9 @@ class RevisionCode:
         touched[key] = found
         return found
 
-    def _ours_type(self, kind: type) -> bool:
-        home = sys.modules.get(kind.__module__)
-        return home is not None and self._repo_file(home) is not None
-
-    def _ours_function(self, fn: Any) -> bool:
-        home = sys.modules.get(getattr(fn, "__module__", None) or "")
+    def _from_repository(self, code: Any) -> bool:
+        """Whether a class or function is the repository's: its module is one of the repository's."""
+        home = sys.modules.get(getattr(code, "__module__", None) or "")
         return home is not None and self._repo_file(home) is not None
 
     def _revision_code(self, code: Any) -> Any:
@@ -350,10 +333,9 @@ class RevisionCode:
         """The revision's class of the same module and name as the repository's class `kind`;
         None for other classes. Looked up once per class: arguments are translated every round."""
         if kind not in self._classes:
-            home = sys.modules.get(kind.__module__)
             other = None
-            if home is not None and self._repo_file(home) is not None:
-                other = self._counterpart(home, kind.__qualname__).fn
+            if self._from_repository(kind):
+                other = self._counterpart(sys.modules[kind.__module__], kind.__qualname__).fn
             self._classes[kind] = other if isinstance(other, type) and other is not kind else None
         return self._classes[kind]
 
@@ -402,9 +384,13 @@ class RevisionCode:
                 reason=f"{name} in {module.__name__} at {self.name} is a {type(value).__name__}, "
                 "not a callable",
             )
+        return self._found(value, where)
+
+    def _found(self, fn: Callable[..., Any], where: str) -> Lookup:
+        """fn's counterpart found: called with arguments made the revision's, its imports counted."""
         return Lookup(
             Found.SAME_NAME,
-            fn=value,
+            fn=fn,
             where=where,
             adapt=self.translate,
             imports_when_called=lambda: self.imports_when_called,
