@@ -8,7 +8,8 @@
 #                                                      # time; a later call on the same (warm) machine
 #                                                      # adds processes against the same baselines
 #   OUT=out bash studies/gpu_session.sh history        # a real run history of a demo repository
-#   OUT=out bash studies/gpu_session.sh first-measurement  # the one-time costs of a first measurement
+#   OUT=out bash studies/gpu_session.sh first-measurement  # the one-time costs of a first measurement;
+#                                                      # what moves the first profiler session's
 #   OUT=out bash studies/gpu_session.sh placement      # placement study; scoring-suite verdicts under
 #                                                      # every schedule (JUDGE_ALSO: another card's baselines)
 #   OUT=out bash studies/gpu_session.sh record-judge   # example baselines recorded in 3 processes;
@@ -166,6 +167,7 @@ against)
     ;;
 first-measurement)
     step first_measurement 120 python3 studies/first_measurement.py
+    step profiler_start 200 python3 studies/profiler_start.py
     ;;
 history)
     step real_history "${HISTORY_LIMIT_S:-300}" python3 studies/history/real_history.py --out "$W" \

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -112,3 +115,20 @@ def test_peak_memory_is_what_one_call_allocates_beyond_its_inputs() -> None:
     named = peak_memory(MemoryRequest(call, fingerprint("cuda"), call, allocations=True))
     assert named is not None
     assert named.allocations[0] == "aten::empty 64 MiB", named.allocations
+
+
+def test_a_measurement_of_plain_code_imports_no_compiler() -> None:
+    # torch.profiler.profile and torch.compiler.set_stance import inductor and dynamo (seconds each in
+    # a run's first measurement); the timer's CUPTI session and recompile guard need neither.
+    probe = (
+        "import sys, torch\n"
+        "from pytest_kernelperf.measure.device import fingerprint\n"
+        "from pytest_kernelperf.measure.timing import AutoTimer, Target\n"
+        "from pytest_kernelperf.testing import sampling_plan\n"
+        "x = torch.randn(1 << 20, device='cuda')\n"
+        "target = Target(lambda: x * 2, fingerprint('cuda'))\n"
+        "timing = AutoTimer().measure(target, sampling_plan(max_time_s=0.05))\n"
+        "print(timing.device_time.method, 'torch._dynamo' in sys.modules, 'torch._inductor' in sys.modules)\n"
+    )
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert found.stdout.split() == ["cupti", "False", "False"]

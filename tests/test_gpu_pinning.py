@@ -293,7 +293,11 @@ def test_results_carry_the_gpu_index(pytester: pytest.Pytester) -> None:
     real = {name: getattr(torch.cuda, name) for name in CUDA_FAKED}
     pytester.makeconftest(FAKE_GPU_CONFTEST.replace("index=_current[0]", "index=1"))
     pytester.makepyfile(test_k=textwrap.dedent(FOUR_TESTS))
-    result = pytester.runpytest("-p", "no:cacheprovider", "--kernelperf", "-k", "test_k and 0")
+    # Placement "process": a fresh placement allocates on the fake cuda:1 for real, which a machine
+    # with one GPU whose CUDA an earlier test initialised refuses (invalid device ordinal).
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "--kernelperf", "-k", "test_k and 0", "-o", "kernelperf_placement=process"
+    )
     result.assert_outcomes(passed=1, deselected=5)
     result.stdout.fnmatch_lines(["*= kernelperf GPUs =*", "main: 1 measured on cuda:1 (Fake H200)"])
     # The fake GPUs end with the run: the tests after this one get the real torch.cuda.

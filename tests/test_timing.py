@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from pytest_kernelperf.measure import health, timing
@@ -156,3 +159,26 @@ def test_rounds_that_happen_to_agree_go_on_when_the_baseline_spread(monkeypatch:
     quiet = sampling_plan(rounds=5, max_rounds=30, target_se=0.005, known_round_sd=0.002)
     kept, _, _ = timing.run_rounds(quiet, 0, lambda i: timing.RoundSamples([1.0] * 4))
     assert len(kept) == 5
+
+
+def test_timing_leaves_torch_dynamo_unimported_when_nothing_was_compiled() -> None:
+    # Importing torch._dynamo to guard against recompiles cost a run's first measurement seconds.
+    probe = (
+        "import sys, torch\n"
+        "from pytest_kernelperf.measure.timing import _no_recompile\n"
+        "with _no_recompile():\n"
+        "    torch.ones(3) * 2\n"
+        "print('torch._dynamo' in sys.modules)\n"
+    )
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert found.stdout.split() == ["False"]
+
+
+@pytest.mark.slow
+def test_a_recompile_during_timing_is_an_error() -> None:
+    import torch
+
+    doubled = torch.compile(lambda x: x * 2, backend="eager", dynamic=False)
+    doubled(torch.ones(4))
+    with pytest.raises(TimingError, match="recompiled during timing"), timing._no_recompile():
+        doubled(torch.ones(5))

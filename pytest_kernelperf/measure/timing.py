@@ -20,6 +20,7 @@ Methods:
 from __future__ import annotations
 
 import math
+import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -582,19 +583,24 @@ def one_cycle_profiler_warning_silenced() -> Iterator[None]:
 def profile_device_activity(
     call: Callable[[], object], calls: int, flush: Callable[[], None] | None = None
 ) -> list[float]:
-    """Durations in microseconds of the device activities of `calls` calls, in launch order."""
+    """Durations in microseconds of the device activities of `calls` calls, in launch order.
+
+    The autograd profiler that torch.profiler.profile wraps, with the same Kineto (CUPTI) activity:
+    torch.profiler.profile looks up `torch._inductor` on entering, which imports the whole compiler
+    stack (1.1-1.6 s on an H200 with bytecode cached, 5.5-5.8 s without) in a run that may compile
+    nothing (studies/profiler_start.py).
+    """
     import torch
-    from torch.profiler import ProfilerActivity, profile
+    from torch.autograd import profiler as autograd_profiler
 
     torch.cuda.synchronize()
-    with one_cycle_profiler_warning_silenced():
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(calls):
-                if flush is not None:
-                    flush()
-                call()
-            torch.cuda.synchronize()
-        events = prof.events()
+    with autograd_profiler.profile(use_cpu=False, use_device="cuda", use_kineto=True) as prof:
+        for _ in range(calls):
+            if flush is not None:
+                flush()
+            call()
+        torch.cuda.synchronize()
+    events = prof.function_events
     activity = [
         (event.time_range.start, event.time_range.elapsed_us())
         for event in events
@@ -677,7 +683,15 @@ def _device_backends(prefer: str | None) -> list[_DeviceBackend]:
 
 @contextmanager
 def _no_recompile() -> Iterator[None]:
-    """torch.compile recompiling during trials would time the compiler: make it an error."""
+    """torch.compile recompiling during trials would time the compiler: make it an error.
+
+    Without torch._dynamo imported nothing was compiled (the call's first run came before), and
+    set_stance would import it: 4.1 s from source in a run's first measurement on an H200
+    (studies/first_measurement.py, 2026-12-02), 2.2 s with its bytecode cached on a CPU machine.
+    """
+    if "torch._dynamo" not in sys.modules:
+        yield
+        return
     import torch
 
     set_stance = getattr(torch.compiler, "set_stance", None)
