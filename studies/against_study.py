@@ -121,8 +121,7 @@ def analyse(folder: Path) -> str:
                 continue
             verdicts[result["verdict"]] += 1
             by_kernel[result["test_id"]].append(result)
-            cost = result.get("cost_s") or {}
-            seconds.append(cost.get("warmup", 0.0) + cost.get("rounds", 0.0))
+            seconds.append(_measuring_s(result))
     cards = {path.parent.name for path in folder.rglob("run-*.json")}
     lines = [f"{len(runs)} processes on {len(cards)} cards; verdicts: {dict(sorted(verdicts.items()))}"]
     judged = sum(verdicts[v] for v in ("same", "slower", "faster"))
@@ -139,7 +138,8 @@ def analyse(folder: Path) -> str:
         )
     lines.append("")
     lines.append(
-        "kernel  class  processes  pair SD  offset SD left  predicted  ratio  level SD between processes"
+        "kernel  class  processes  pair SD  offset SD left  predicted  ratio  level SD between processes  "
+        "pairs (median, max)  measuring s (median, max)  caught +1%  caught +3%"
     )
     classes: dict[str, list[float]] = defaultdict(list)
     power: dict[float, list[bool]] = defaultdict(list)
@@ -159,14 +159,19 @@ def analyse(folder: Path) -> str:
         level_sd = statistics.stdev(levels) if len(levels) > 1 else float("nan")
         kind = size_class(statistics.median(r["device_time"]["median_ms"] for r in results)).label
         classes[kind].append(left / predicted if predicted else float("nan"))
+        catches = {delta: [str(_rejudged(r, delta).verdict) == "slower" for r in results] for delta in DELTAS}
+        pairs = [len(r) for r in ratios]
+        spent = [_measuring_s(r) for r in results]
         lines.append(
             f"{test_id}  {kind}  {len(results)}  {pair_sd:.3%}  {left:.3%}  {predicted:.3%}  "
-            f"{left / predicted if predicted else float('nan'):.2f}  {level_sd:.3%}"
+            f"{left / predicted if predicted else float('nan'):.2f}  {level_sd:.3%}  "
+            f"{statistics.median(pairs):.0f}, {max(pairs)}  "
+            f"{statistics.median(spent):.2f}, {max(spent):.2f}  "
+            + "  ".join(f"{sum(catches[delta])}/{len(results)}" for delta in DELTAS)
         )
-        for result in results:
-            for delta in DELTAS:
-                power[delta].append(str(_rejudged(result, delta).verdict) == "slower")
-                power_by_class[(kind, delta)].append(str(_rejudged(result, delta).verdict) == "slower")
+        for delta in DELTAS:
+            power[delta] += catches[delta]
+            power_by_class[(kind, delta)] += catches[delta]
     lines.append("")
     for kind, values in sorted(classes.items()):
         finite = [v for v in values if math.isfinite(v)]
@@ -182,6 +187,12 @@ def analyse(folder: Path) -> str:
     for (kind, delta), caught in sorted(power_by_class.items()):
         lines.append(f"  {kind}, +{delta:.0%}: caught {sum(caught)} of {len(caught)}")
     return "\n".join(lines)
+
+
+def _measuring_s(result: dict[str, Any]) -> float:
+    """Seconds of warm-up and rounds of one call, both sides together."""
+    cost = result.get("cost_s") or {}
+    return float(cost.get("warmup", 0.0) + cost.get("rounds", 0.0))
 
 
 def _rejudged(result: dict[str, Any], delta: float) -> Any:

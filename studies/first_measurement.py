@@ -11,6 +11,11 @@ timed twice (the second time shows what is left once it has happened):
 * the first memory pool of a fresh placement (measure/placement.py);
 * one whole measurement of a small kernel with the plugin's own timer, after all of the above.
 
+What it found (H200s, 2026-12-02; docs/results/cost_h200_2026-12-02.txt): the profiler session, 5.5-5.8
+s (torch.profiler.profile imports torch._inductor on entering; the timer now opens the autograd
+profiler, 0.04-0.05 s); then the whole measurement, 4.1 s (its recompile guard imported
+torch._dynamo; now only where it was imported already: 0.27 s).
+
     python studies/first_measurement.py            # on a GPU; prints one line per step
 """
 

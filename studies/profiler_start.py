@@ -15,6 +15,9 @@ loaded by then, so when that first session runs may matter. Each variant runs in
                    (measure/timing.py: the autograd profiler, which leaves torch._inductor unimported)
 
 Each line: the variant, the step, its seconds, and the device activities the session recorded.
+On an H200 (2026-12-02) CUPTI started in 20-50 ms whenever it ran; the rest of a first session
+(0.8-1.6 s with bytecode cached) was torch.profiler.profile importing torch._inductor, which the
+timer's own session (plugin_timer) does not.
 
     python studies/profiler_start.py            # on a GPU
 """

@@ -161,6 +161,7 @@ def test_rounds_that_happen_to_agree_go_on_when_the_baseline_spread(monkeypatch:
     assert len(kept) == 5
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch: seconds on two cores
 def test_timing_leaves_torch_dynamo_unimported_when_nothing_was_compiled() -> None:
     # Importing torch._dynamo to guard against recompiles cost a run's first measurement seconds.
     probe = (

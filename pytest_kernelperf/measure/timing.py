@@ -587,7 +587,7 @@ def profile_device_activity(
 
     The autograd profiler that torch.profiler.profile wraps, with the same Kineto (CUPTI) activity:
     torch.profiler.profile looks up `torch._inductor` on entering, which imports the whole compiler
-    stack (1.1-1.6 s on an H200 with bytecode cached, 5.5-5.8 s without) in a run that may compile
+    stack (0.8-1.6 s on an H200 with bytecode cached, 5.5-5.8 s without) in a run that may compile
     nothing (studies/profiler_start.py).
     """
     import torch
@@ -686,7 +686,7 @@ def _no_recompile() -> Iterator[None]:
     """torch.compile recompiling during trials would time the compiler: make it an error.
 
     Without torch._dynamo imported nothing was compiled (the call's first run came before), and
-    set_stance would import it: 4.1 s from source in a run's first measurement on an H200
+    set_stance would import it: 3.9 s more in a run's first measurement on a fresh H200
     (studies/first_measurement.py, 2026-12-02), 2.2 s with its bytecode cached on a CPU machine.
     """
     if "torch._dynamo" not in sys.modules:
