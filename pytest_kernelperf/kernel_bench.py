@@ -73,7 +73,6 @@ from pytest_kernelperf.profiling.explain import context_notes, regression_detail
 from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict import noise, stats
 from pytest_kernelperf.verdict.judgement import (
-    PAIRED_MEASURING_S,
     Failure,
     JudgementContext,
     Measured,
@@ -704,7 +703,7 @@ class KernelBench:
         """Whether _interleaved draws another group for the pair with the revision: once the planned
         pairs are in, how many are needed is decided (judgement.pairs_needed, up to the plan's most
         rounds, --kernelperf-max-rounds x the planned), and groups are drawn up to that while
-        measuring has taken at most PAIRED_MEASURING_S."""
+        measuring has taken at most the pair_seconds setting."""
         context = self._context(device)
         index = roles.index("base")
         most = plan.max_rounds or plan.rounds * self.settings.max_rounds
@@ -718,7 +717,7 @@ class KernelBench:
                 base_ms = [t.device_time.round_locations_ms[-1] for t in other_rounds[index]]
                 method = fn_rounds[0].device_time.method
                 goal = pairs_needed(fn_ms, base_ms, context, device=device.name, method=method, most=most)
-            return len(fn_rounds) < goal and time.monotonic() - began <= PAIRED_MEASURING_S
+            return len(fn_rounds) < goal and time.monotonic() - began <= self.settings.pair_seconds
 
         return wanted
 

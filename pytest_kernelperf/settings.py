@@ -277,6 +277,16 @@ OPTIONS: tuple[Option, ...] = (
         marker=True,
     ),
     Option(
+        "pair_seconds",
+        1.0,
+        "with --kernelperf-against: the most seconds of measuring (a kernel and REF's together) spent "
+        "drawing pairs beyond the planned ones, which a kernel whose pairs spread widely needs to see "
+        "small changes (0: the planned pairs only; their number also stops at --kernelperf-max-rounds "
+        "x the planned)",
+        _seconds,
+        marker=True,
+    ),
+    Option(
         "max_rounds",
         6,
         "a kernel whose rounds disagree (a placement-sensitive one) gets more rounds, up to this many "
@@ -413,6 +423,7 @@ class Settings:
     record_processes: int = DEFAULTS["record_processes"]
     baseline_rounds: int = DEFAULTS["baseline_rounds"]
     placement: str = DEFAULTS["placement"]
+    pair_seconds: float = DEFAULTS["pair_seconds"]
     max_rounds: int = DEFAULTS["max_rounds"]
     min_samples: int = DEFAULTS["min_samples"]
     min_time: float = DEFAULTS["min_time"]

@@ -855,3 +855,16 @@ def test_objects_made_in_tests_are_rebuilt_through_lists_hooks_and_bound_methods
     assert found["test_turbo"]["verdict"] == "incomparable" and "Mode.TURBO is not a member at HEAD" in turbo
     local = found["test_local_class"]["comparison"]["reason"]
     assert found["test_local_class"]["verdict"] == "incomparable" and "held under no name" in local
+
+
+def test_pair_seconds_bounds_the_pairs_drawn_beyond_the_planned_ones(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    # Pairs spread about 0.4% here: five cannot see twice the threshold, so more are drawn; with no
+    # seconds for them, the planned five are judged.
+    run(pytester, "--kernelperf-against", "HEAD").assert_outcomes(passed=2)
+    topped_up = {name: len(r["against"]["rounds_ms"]) for name, r in results(pytester).items()}
+    run(pytester, "--kernelperf-against", "HEAD", "--kernelperf-pair-seconds=0").assert_outcomes(passed=2)
+    planned = {name: len(r["against"]["rounds_ms"]) for name, r in results(pytester).items()}
+    assert planned == {"test_double": 5, "test_steady": 5}
+    assert all(count > 5 for count in topped_up.values()), topped_up

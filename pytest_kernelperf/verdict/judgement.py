@@ -168,13 +168,12 @@ def judge_pair(
 
 
 # After the planned rounds, the pairs are topped up once to as many as can detect this many times the
-# practical floor (1% at the default 0.5%) with the judge's power, within PAIRED_MEASURING_S of
+# practical floor (1% at the default 0.5%) with the judge's power, within the pair_seconds setting's
 # measuring. On an H200 the pairs of ordinary kernels spread 0.1-0.6% (docs/measurement.md), so five
 # leave +1% undetected at the suite's level for about a third of kernels. The number is decided
 # once, from the planned pairs' spread, never from their ratio: drawing until the spread happens to
 # look small would stop on an underestimate and make false verdicts about twice as frequent.
 PAIRED_DETECT_FLOORS = 2.0
-PAIRED_MEASURING_S = 1.0
 
 
 def pairs_needed(
