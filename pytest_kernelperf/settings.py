@@ -57,7 +57,7 @@ def _seconds(value: Any) -> float:
         number = float(str(value).strip().removesuffix("s"))
     except ValueError:
         raise ValueError(f"expected seconds such as 0.5, got {value!r}") from None
-    if not 0 <= number < 3600:
+    if not 0 <= number <= 3600:
         raise ValueError(f"expected 0 to 3600 seconds, got {value!r}")
     return number
 
@@ -279,10 +279,11 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "pair_seconds",
         1.0,
-        "with --kernelperf-against: the most seconds of measuring (a kernel and REF's together) spent "
-        "drawing pairs beyond the planned ones, which a kernel whose pairs spread widely needs to see "
-        "small changes (0: the planned pairs only; their number also stops at --kernelperf-max-rounds "
-        "x the planned)",
+        "with --kernelperf-against: more pairs than the planned ones are drawn while a kernel's "
+        "measuring (its and REF's, the planned pairs included) has taken at most this many seconds, "
+        "the last pair begun finishing (a kernel whose pairs spread widely needs more to see small "
+        "changes; 0: the planned pairs only; their number also stops at --kernelperf-max-rounds x "
+        "the planned)",
         _seconds,
         marker=True,
     ),

@@ -3,7 +3,8 @@
 Every process's peak device memory of each measurement is judged by the package's `judge_memory`
 against every other process's as its baseline (what a baseline recorded in that process would
 have said), at the default memory threshold. Memory is nearly deterministic; this counts how often
-that "nearly" fails a test that did not change.
+that "nearly" fails a test that did not change. The ordered pairs share their readings, so they are
+not independent judgements: the evidence is the readings themselves, and how far they spread.
 
     python studies/memory_aa.py FOLDER [FOLDER ...]
 """
@@ -32,7 +33,7 @@ def main() -> None:
     peaks: dict[str, list[int]] = defaultdict(list)
     cards, processes = set(), 0
     for folder in args.folders:
-        for path in sorted(folder.rglob("*.json")):
+        for path in sorted(folder.rglob("run-*.json")):
             run = json.loads(path.read_text())
             processes += 1
             cards.add(path.parent.name)
@@ -57,7 +58,7 @@ def main() -> None:
     print(
         f"{processes} processes ({len(cards)} folders of cards), {sum(map(len, peaks.values()))} peaks of "
         f"{len(peaks)} measurements; each judged against every other process's: {grew} exceeded "
-        f"the {threshold:.0%} memory threshold in {judged} judgements"
+        f"the {threshold:.0%} memory threshold in {judged} ordered pairs (not independent)"
     )
 
 

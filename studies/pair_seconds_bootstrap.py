@@ -3,11 +3,12 @@
 The A/A' study's pairs (studies/against_study.py's run JSON files) are resampled per kernel: each
 process's log ratios centred on that process's mean, pooled over the processes. A simulated
 judgement draws the 5 planned pairs from the pool, decides how many it needs (the package's
-`pairs_needed`, as a run does), stops where the seconds run out at the kernel's measured cost per
-pair, and is judged by the package's `judge_pair` at the suite's level (alpha 0.01 over the
-kernels judged), once as drawn (A/A') and once with +1% (and +3%) planted. Printed per kernel and per
-size class, for each `pair_seconds` given. Resampling assumes pairs independent within a process
-and no offset left between processes (docs/measurement.md: the ratio of the two is about 1).
+`pairs_needed`, as a run does), stops where the seconds run out at the kernel's measured cost (its
+warm-up, then its rounds' seconds per pair), and is judged by the package's
+`judge_pair` at the suite's level (alpha 0.01 over the kernels judged), once as drawn (A/A') and
+with +1% and +3% planted. Printed per kernel and per size class, for each `pair_seconds` given.
+Resampling assumes pairs independent within a process and no offset left between processes
+(docs/measurement.md: the ratio of the two is about 1).
 
     python studies/pair_seconds_bootstrap.py FOLDER --seconds 1 2 4 --draws 1000
 """
@@ -41,7 +42,14 @@ class Kernel:
     method: str
     level_ms: float
     residuals: tuple[float, ...]  # centred log ratios of every process, pooled
-    pair_s: float  # measured seconds of warm-up and rounds per pair, both sides (median)
+    fixed_s: float  # the warm-up before the rounds (median over the processes)
+    pair_s: float  # the rounds' seconds per pair, both sides (median)
+
+    def pairs_within(self, seconds: float) -> int:
+        """The pairs a run draws: groups begin while measuring has taken at most `seconds`."""
+        if self.pair_s <= 0:
+            return PLANNED
+        return max(PLANNED, math.floor((seconds - self.fixed_s) / self.pair_s) + 1)
 
 
 def kernels(folder: Path) -> list[Kernel]:
@@ -53,7 +61,8 @@ def kernels(folder: Path) -> list[Kernel]:
     out = []
     for test_id, results in sorted(found.items()):
         residuals: list[float] = []
-        costs = []
+        warmups: list[float] = []
+        per_pair: list[float] = []
         for result in results:
             mine, theirs = result["device_time"]["rounds_ms"], result["against"]["rounds_ms"]
             ratios = [math.log(a / b) for a, b in zip(mine, theirs, strict=True)]
@@ -62,7 +71,8 @@ def kernels(folder: Path) -> list[Kernel]:
             inflate = math.sqrt(len(ratios) / (len(ratios) - 1)) if len(ratios) > 1 else 1.0
             residuals += [(r - centre) * inflate for r in ratios]
             cost = result.get("cost_s") or {}
-            costs.append((cost.get("warmup", 0.0) + cost.get("rounds", 0.0)) / len(ratios))
+            warmups.append(cost.get("warmup", 0.0))
+            per_pair.append(cost.get("rounds", 0.0) / len(ratios))
         first = results[0]
         out.append(
             Kernel(
@@ -71,7 +81,8 @@ def kernels(folder: Path) -> list[Kernel]:
                 first["device_time"]["method"],
                 statistics.median(r["against"]["median_ms"] for r in results),
                 tuple(residuals),
-                statistics.median(costs),
+                statistics.median(warmups),
+                statistics.median(per_pair),
             )
         )
     return out
@@ -89,8 +100,7 @@ def judged(
         goal = pairs_needed(
             shifted, base[:PLANNED], context, device=kernel.device, method=kernel.method, most=most
         )
-        affordable = max(PLANNED, int(seconds / kernel.pair_s)) if kernel.pair_s > 0 else most
-        count = min(goal, affordable)
+        count = min(goal, kernel.pairs_within(seconds))
         while len(logs) < count:
             logs.append(rng.choice(kernel.residuals))
         current = [kernel.level_ms * math.exp(r + math.log1p(delta)) for r in logs[:count]]
@@ -130,8 +140,8 @@ def main() -> None:
                 shares.append(f"{sum(slower) / len(slower):.1%}")
             cells.append(", ".join(shares))
         print(
-            f"{kernel.test_id}  {kind}  {statistics.pstdev(kernel.residuals):.2%}  {kernel.pair_s:.3f}  "
-            + "  ".join(cells),
+            f"{kernel.test_id}  {kind}  {statistics.pstdev(kernel.residuals):.2%}  {kernel.fixed_s:.2f}  "
+            f"{kernel.pair_s:.3f}  " + "  ".join(cells),
             flush=True,
         )
     print()

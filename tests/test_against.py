@@ -868,3 +868,12 @@ def test_pair_seconds_bounds_the_pairs_drawn_beyond_the_planned_ones(
     planned = {name: len(r["against"]["rounds_ms"]) for name, r in results(pytester).items()}
     assert planned == {"test_double": 5, "test_steady": 5}
     assert all(count > 5 for count in topped_up.values()), topped_up
+    # Per test, through the marker.
+    (repo / "test_ops.py").write_text(
+        TESTS.replace(
+            "def test_double", "import pytest\n\n@pytest.mark.kernelperf(pair_seconds=0)\ndef test_double"
+        )
+    )
+    run(pytester, "--kernelperf-against", "HEAD").assert_outcomes(passed=2)
+    marked = {name: len(r["against"]["rounds_ms"]) for name, r in results(pytester).items()}
+    assert marked == {"test_double": 5, "test_steady": topped_up["test_steady"]}

@@ -130,5 +130,5 @@ def test_a_measurement_of_plain_code_imports_no_compiler() -> None:
         "timing = AutoTimer().measure(target, sampling_plan(max_time_s=0.05))\n"
         "print(timing.device_time.method, 'torch._dynamo' in sys.modules, 'torch._inductor' in sys.modules)\n"
     )
-    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert found.stdout.split() == ["cupti", "False", "False"]
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert found.stdout.split() == ["cupti", "False", "False"], found.stderr

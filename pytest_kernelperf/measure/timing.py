@@ -411,8 +411,7 @@ class _CudaTimer:
                 per_call = warm_up(_prepared(here), torch.cuda.synchronize, plan.warm_up_s(index))
                 return RoundSamples(collect(self.sampler(here, plan, per_call), plan))
 
-        with _no_recompile():
-            kept, health, throttled = run_rounds(plan, target.device.index, one_round)
+        kept, health, throttled = run_rounds(plan, target.device.index, _without_recompile(one_round))
         return Timing(
             Metric.of_rounds(self.method, [r.device_ms for r in kept]),
             health=health,
@@ -647,8 +646,7 @@ class AutoTimer:
                     return RoundSamples(samples, host)
                 return RoundSamples(collect(device.sampler(here, device_plan, per_call), device_plan), host)
 
-        with _no_recompile():
-            kept, health, throttled = run_rounds(plan, target.device.index, one_round)
+        kept, health, throttled = run_rounds(plan, target.device.index, _without_recompile(one_round))
         assert device is not None
         return Timing(
             device_time=Metric.of_rounds(device.method, [r.device_ms for r in kept]),
@@ -679,6 +677,17 @@ def _device_backends(prefer: str | None) -> list[_DeviceBackend]:
     order: list[_DeviceBackend] = [CuptiTimer(), CudaGraphTimer(), CudaEventTimer()]
     order.sort(key=lambda backend: backend.method != prefer)  # stable: the preferred one first
     return order
+
+
+def _without_recompile(one_round: Callable[[int], RoundSamples]) -> Callable[[int], RoundSamples]:
+    """Each round under _no_recompile, decided afresh: a call that first compiles inside a round
+    (torch.compile in its own body, timed without kernel_bench's first call) is guarded from the next."""
+
+    def guarded(index: int) -> RoundSamples:
+        with _no_recompile():
+            return one_round(index)
+
+    return guarded
 
 
 @contextmanager

@@ -200,6 +200,8 @@ class Reports:
                 "max_time_s": settings.max_time,
                 "rounds": settings.rounds,
                 "baseline_rounds": settings.baseline_rounds,
+                "max_rounds": settings.max_rounds,
+                "pair_seconds": settings.pair_seconds,
                 "warmup_s": settings.warmup,
                 "baseline_dir": str(settings.baseline_dir),
             },
