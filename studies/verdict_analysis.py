@@ -114,6 +114,12 @@ def main() -> int:
         help="judge each run's first N rounds only (what N planned rounds would have given; a kernel "
         "that drew extra rounds over its placements keeps them)",
     )
+    parser.add_argument(
+        "--stop-early",
+        type=int,
+        help="a sequential rule: a kernel whose first N rounds are judged `same` with the ratio's upper "
+        "confidence bound below 1 + twice the threshold stops there; the rest take all their rounds",
+    )
     args = parser.parse_args()
     runs: list[tuple[str, str, Path, runfile.RunReport]] = []  # card, label, baseline dir, run
     for card in args.cards:
@@ -133,10 +139,36 @@ def main() -> int:
     z_scores: dict[str, list[float]] = defaultdict(list)
     changes: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     caught: dict[tuple[float, str], list[bool]] = defaultdict(list)
+    stopped = [0, 0]  # results stopped early, results judged
+
+    def judged_under_rule(
+        baselines: dict[ResultKey, BaselineEntry], run: runfile.RunReport, folder: Path
+    ) -> list[BenchResult]:
+        full = judge_run(baselines, run, source=str(folder))
+        if not args.stop_early:
+            return full
+        short_run = replace(run, results=tuple(first_rounds(r, args.stop_early) for r in run.results))
+        short = judge_run(baselines, short_run, source=str(folder))
+        merged = []
+        for whole, early in zip(full, short, strict=True):
+            c = early.comparison
+            clear = (
+                early.verdict is Verdict.SAME
+                and c is not None
+                and c.ratio_ci is not None
+                and c.threshold is not None
+                and c.ratio_ci[1] < 1 + 2 * c.threshold
+            )
+            merged.append(early if clear else whole)
+            if whole.comparison is not None and whole.comparison.ratio is not None:
+                stopped[0] += clear
+                stopped[1] += 1
+        return merged
+
     for card, label, folder, run in runs:
         modules = {r.module for r in run.results}
         baselines = baselines_of(folder, modules, args.baseline_processes)
-        judged = judge_run(baselines, run, source=str(folder))
+        judged = judged_under_rule(baselines, run, folder)
         schedule, side = schedule_of(label)
         counts = Counter(r.verdict.value for r in judged)
         figures["runs"].append({"card": card, "run": label, "baseline": folder.parent.name, **counts})
@@ -161,7 +193,7 @@ def main() -> int:
             slower = replace(
                 run, results=tuple(planted(r, 1 + factor) if r.entry else r for r in run.results)
             )
-            for result in judge_run(baselines, slower, source=str(folder)):
+            for result in judged_under_rule(baselines, slower, folder):
                 if result.baseline_ms is not None and result.comparison is not None:
                     klass = size_class(result.baseline_ms).label
                     caught[(factor, f"{side} {klass}")].append(result.verdict is Verdict.SLOWER)
@@ -169,6 +201,11 @@ def main() -> int:
         if real:
             figures.setdefault("real_slowdown", []).append({"run": label, **real})
     print(f"\n{len(runs)} runs; live verdicts re-judged differently: {live_disagree}")
+    if args.stop_early:
+        print(
+            f"stopped after {args.stop_early} rounds: {stopped[0]} of {stopped[1]} judgements "
+            "(A/A and planted together)"
+        )
     print("A/A verdicts (side, verdict): " + ", ".join(f"{k[0]} {k[1]} {v}" for k, v in sorted(aa.items())))
     figures["aa"] = {f"{k[0]} {k[1]}": v for k, v in aa.items()}
     print(
