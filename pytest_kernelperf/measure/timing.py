@@ -11,7 +11,7 @@ Methods:
               launch path included (what a caller waiting for the result sees).
   cuda-graph  CUDA graph replay of K back-to-back calls divided by K: device time with the launch
               cost amortised.
-  cupti       the device's own kernel durations (CUPTI records through torch.profiler), summed per
+  cupti       the device's own kernel durations (CUPTI records through the autograd profiler), summed per
               call: the ground truth for device time, also for 1 us kernels.
   auto        per-call host latency with cuda-event, and device time with cupti, falling back to
               cuda-graph and then cuda-event (each fallback noted in the result).
@@ -521,7 +521,7 @@ def _reset_generators_after_failed_capture() -> None:
 
 
 class CuptiTimer(_CudaTimer):
-    """The device's own kernel durations, through torch.profiler's CUPTI records.
+    """The device's own kernel durations, through the autograd profiler's CUPTI records.
 
     Each call's sample is the sum of the durations of the device activities (kernels, memcpy,
     memset) it launched. Gaps between kernels are not device work and are not counted, which is
