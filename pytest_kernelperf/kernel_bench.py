@@ -1024,7 +1024,6 @@ def _interleaved(
     fn_rounds: list[Timing] = []
     other_rounds: list[list[Timing]] = [[] for _ in others]
     single = replace(plan, rounds=1, max_rounds=None, known_round_sd=0.0)
-
     while plan.wants_more([t.device_time.round_locations_ms[-1] for t in fn_rounds]) or (
         more is not None and more(fn_rounds, other_rounds)
     ):

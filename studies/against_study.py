@@ -102,7 +102,8 @@ def _paired_results(json_path: Path) -> int:
     return sum(1 for r in results if (r.get("against") or {}).get("median_ms") is not None)
 
 
-def _log_ratios(result: dict[str, Any]) -> list[float]:
+def log_ratios(result: dict[str, Any]) -> list[float]:
+    """The log ratios of a result's pairs: this code's round over the revision's."""
     mine = result["device_time"]["rounds_ms"]
     theirs = result["against"]["rounds_ms"]
     return [math.log(a / b) for a, b in zip(mine, theirs, strict=True)]
@@ -145,7 +146,7 @@ def analyse(folder: Path) -> str:
     power: dict[float, list[bool]] = defaultdict(list)
     power_by_class: dict[tuple[str, float], list[bool]] = defaultdict(list)
     for test_id, results in sorted(by_kernel.items()):
-        ratios = [_log_ratios(r) for r in results]
+        ratios = [log_ratios(r) for r in results]
         pair_sd = (
             math.sqrt(statistics.fmean(statistics.variance(r) for r in ratios if len(r) > 1))
             if any(len(r) > 1 for r in ratios)

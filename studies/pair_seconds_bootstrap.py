@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_kernelperf.verdict.judgement import JudgementContext, judge_pair, pairs_needed
 from pytest_kernelperf.verdict.noise import size_class
+from studies.against_study import log_ratios
 
 PLANNED = 5
 DELTAS = (0.0, 0.01, 0.03)
@@ -64,8 +65,7 @@ def kernels(folder: Path) -> list[Kernel]:
         warmups: list[float] = []
         per_pair: list[float] = []
         for result in results:
-            mine, theirs = result["device_time"]["rounds_ms"], result["against"]["rounds_ms"]
-            ratios = [math.log(a / b) for a, b in zip(mine, theirs, strict=True)]
+            ratios = log_ratios(result)
             centre = statistics.fmean(ratios)
             # Centring on the process's own mean shrinks the spread by (n - 1) / n: scaled back.
             inflate = math.sqrt(len(ratios) / (len(ratios) - 1)) if len(ratios) > 1 else 1.0

@@ -139,7 +139,7 @@ def main() -> int:
     z_scores: dict[str, list[float]] = defaultdict(list)
     changes: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     caught: dict[tuple[float, str], list[bool]] = defaultdict(list)
-    stopped = [0, 0]  # results stopped early, results judged
+    stopped: Counter[str] = Counter()  # "early": judgements stopped early, "judged": all judged
 
     def judged_under_rule(
         baselines: dict[ResultKey, BaselineEntry], run: runfile.RunReport, folder: Path
@@ -161,8 +161,8 @@ def main() -> int:
             )
             merged.append(early if clear else whole)
             if whole.comparison is not None and whole.comparison.ratio is not None:
-                stopped[0] += clear
-                stopped[1] += 1
+                stopped["early"] += clear
+                stopped["judged"] += 1
         return merged
 
     for card, label, folder, run in runs:
@@ -203,7 +203,7 @@ def main() -> int:
     print(f"\n{len(runs)} runs; live verdicts re-judged differently: {live_disagree}")
     if args.stop_early:
         print(
-            f"stopped after {args.stop_early} rounds: {stopped[0]} of {stopped[1]} judgements "
+            f"stopped after {args.stop_early} rounds: {stopped['early']} of {stopped['judged']} judgements "
             "(A/A and planted together)"
         )
     print("A/A verdicts (side, verdict): " + ", ".join(f"{k[0]} {k[1]} {v}" for k, v in sorted(aa.items())))

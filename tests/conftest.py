@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import subprocess
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -186,3 +187,11 @@ def git_run(repo: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env
     ).stdout
+
+
+def fresh_interpreter(code: str) -> list[str]:
+    """The words `code` prints in a fresh Python (a module state no earlier test has touched, such as
+    which of torch's modules are imported); a failure shows the child's stderr."""
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert found.returncode == 0, found.stderr
+    return found.stdout.split()

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 import torch
+from conftest import fresh_interpreter
 
 from pytest_kernelperf.measure.device import fingerprint
 from pytest_kernelperf.measure.timing import (
@@ -130,5 +128,4 @@ def test_a_measurement_of_plain_code_imports_no_compiler() -> None:
         "timing = AutoTimer().measure(target, sampling_plan(max_time_s=0.05))\n"
         "print(timing.device_time.method, 'torch._dynamo' in sys.modules, 'torch._inductor' in sys.modules)\n"
     )
-    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
-    assert found.stdout.split() == ["cupti", "False", "False"], found.stderr
+    assert fresh_interpreter(probe) == ["cupti", "False", "False"]

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
+from conftest import fresh_interpreter
 
 from pytest_kernelperf.measure import health, timing
 from pytest_kernelperf.measure.timing import Target, TimingError, collect, make_timer, warm_up
@@ -171,8 +169,7 @@ def test_timing_leaves_torch_dynamo_unimported_when_nothing_was_compiled() -> No
         "    torch.ones(3) * 2\n"
         "print('torch._dynamo' in sys.modules)\n"
     )
-    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
-    assert found.stdout.split() == ["False"], found.stderr
+    assert fresh_interpreter(probe) == ["False"]
 
 
 @pytest.mark.slow
@@ -204,5 +201,4 @@ def test_a_call_that_first_compiles_inside_a_round_is_guarded_from_the_next_roun
         "except TimingError as exc:\n"
         "    print('caught', 'recompiled during timing' in str(exc))\n"
     )
-    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
-    assert found.stdout.split() == ["caught", "True"], found.stderr
+    assert fresh_interpreter(probe) == ["caught", "True"]

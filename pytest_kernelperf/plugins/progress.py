@@ -13,11 +13,10 @@ output is not the user's terminal. Under pytest-xdist the controller says instea
 workers' tests has run longer than the threshold, and how long it took. Lines go through pytest's
 terminal reporter on a fresh line (`ensure_newline`, so never inside the progress dots) with output
 capturing suspended for the line, so a test's own captured output stays captured and the line
-reaches the terminal. The timer
-thread writes only while its step runs (a lock orders it against the step's end, which comes before
-pytest suspends capturing at the end of the collector or test phase), and nothing is written once
-the session has ended. While the line is written, output the test itself writes at that instant is
-not captured: the one race of writing during a test.
+reaches the terminal. The timer thread writes only while its step runs (a lock orders it against
+the step's end, which comes before pytest suspends capturing at the end of the collector or test
+phase), and nothing is written once the session has ended. While the line is written, output the
+test itself writes at that instant is not captured: the one race of writing during a test.
 """
 
 from __future__ import annotations
