@@ -21,6 +21,9 @@
 #   OUT=out bash studies/gpu_session.sh against        # the scoring suite's cost, cold and warm, against
 #                                                      # COST_BASELINES; A/A' of --kernelperf-against on it,
 #                                                      # as many fresh processes as fit; then its figures
+#   OUT=out bash studies/gpu_session.sh round-cost     # what a round's pieces cost, shorter rounds' noise;
+#                                                      # a compiled call's first run; the scoring suite's
+#                                                      # cost against COST_BASELINES (GPU_TESTS: the tests)
 # Everything lands under $OUT/work as it is measured and is packed into $OUT/<part>.tgz at the end (or
 # when a step runs out of time), with each step's last lines in $OUT/<part>.txt.
 set -u
@@ -164,6 +167,21 @@ against)
     step against "${AGAINST_LIMIT_S:-480}" python3 studies/against_study.py --out "$W" \
         --budget-s "${AGAINST_BUDGET_S:-400}"
     step against_figures 60 python3 studies/against_study.py --analyse "$W/against"
+    ;;
+round-cost)
+    nvidia-smi -L | tee -a "$SUMMARY"
+    [ -n "${GPU_TESTS:-}" ] && step gpu_test "${TESTS_LIMIT_S:-120}" python3 -m pytest -q -n 0 -p no:cacheprovider \
+        -rs tests/test_gpu.py
+    step round_cost "${ROUND_LIMIT_S:-300}" python3 studies/round_cost.py --out "$W/round_cost" \
+        --processes "${ROUND_PROCESSES:-2}"
+    step compile_first_call 120 python3 studies/compile_first_call.py --processes 3
+    if [ -n "${COST_BASELINES:-}" ]; then
+        for when in first second; do
+            step "cost_$when" "${COST_LIMIT_S:-90}" python3 -m pytest --kernelperf studies/scoring_kernels $P \
+                --kernelperf-baseline-dir="$COST_BASELINES" --kernelperf-durations=0 \
+                --kernelperf-json="$W/cost_$when.json"
+        done
+    fi
     ;;
 first-measurement)
     step first_measurement 120 python3 studies/first_measurement.py

@@ -599,26 +599,32 @@ def profile_device_activity(
                 flush()
             call()
         torch.cuda.synchronize()
-    events = prof.function_events
+    # The session's raw (Kineto) events, not `prof.function_events`: building torch's FunctionEvents
+    # and their tree costs more than the session on a round of a few hundred short calls
+    # (studies/round_cost.py).
     activity = [
-        (event.time_range.start, event.time_range.elapsed_us())
-        for event in events
-        if is_device_activity(event)
+        (event.start_ns(), (event.end_ns() - event.start_ns()) / 1e3)
+        for event in prof.kineto_results.events()
+        if _device_work(event.device_type(), event.is_user_annotation())
+        and not getattr(event, "is_hidden_event", lambda: False)()
     ]
     activity.sort()
-    return [float(duration) for _, duration in activity]
+    return [duration for _, duration in activity]
 
 
 def is_device_activity(event: Any) -> bool:
-    """A kernel, memcpy or memset the device ran, from torch.profiler's events.
+    """A kernel, memcpy or memset the device ran, from torch.profiler's events."""
+    return _device_work(event.device_type, getattr(event, "is_user_annotation", False))
 
-    GPU user annotations (record_function ranges mirrored on the device timeline, such as
-    torch.compile's "## Call CompiledFxGraph <hash> ##") span kernels rather than being one: summed
-    with them, a compiled function's device time would count its kernels twice.
-    """
+
+def _device_work(device_type: Any, user_annotation: bool) -> bool:
+    """A device-side event that is device work. GPU user annotations (record_function ranges
+    mirrored on the device timeline, such as torch.compile's "## Call CompiledFxGraph <hash> ##")
+    span kernels rather than being one: summed with them, a compiled function's device time would
+    count its kernels twice."""
     from torch.autograd import DeviceType  # type: ignore[attr-defined]
 
-    return bool(event.device_type == DeviceType.CUDA and not getattr(event, "is_user_annotation", False))
+    return bool(device_type == DeviceType.CUDA and not user_annotation)
 
 
 class AutoTimer:
