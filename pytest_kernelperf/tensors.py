@@ -41,33 +41,44 @@ def copy_arguments(
     copy keeps its original's kind (Parameter) and requires_grad (a stand-in for the original).
     Tensors that cannot be rebuilt (subclasses, sparse, quantized) are cloned one by one, or with
     `keep_others` left as they are. Other values are kept as they are."""
-    import torch
+    return _Copier(factory, detach, keep_others).copy(values)
 
-    copies: dict[tuple[str, int, int], tuple[torch.Tensor, int]] = {}
 
-    def storage_copy(storage: torch.UntypedStorage) -> tuple[torch.Tensor, int]:
+class _Copier:
+    """One copy_arguments call. A class, not nested closures: a closure that calls itself is a
+    reference cycle, which would keep the buffers alive until the cyclic collector runs, and a round's
+    placement (measure/placement.py) must give its memory back when the round ends."""
+
+    def __init__(self, factory: StorageFactory | None, detach: bool, keep_others: bool) -> None:
+        self._factory, self._detach, self._keep_others = factory, detach, keep_others
+        self._copies: dict[tuple[str, int, int], tuple[torch.Tensor, int]] = {}
+
+    def copy(self, value: Any) -> Any:
+        import torch
+
+        if isinstance(value, torch.Tensor):
+            if not rebuildable(value) or value.untyped_storage().nbytes() == 0:
+                return value if self._keep_others else value.detach().clone()
+            buffer, offset = self._storage_copy(value.untyped_storage())
+            return _rebuilt(value, buffer, offset, self._detach)
+        if isinstance(value, (tuple, list)):
+            return type(value)(self.copy(v) for v in value)
+        if isinstance(value, dict):
+            return {k: self.copy(v) for k, v in value.items()}
+        return value
+
+    def _storage_copy(self, storage: torch.UntypedStorage) -> tuple[torch.Tensor, int]:
+        import torch
+
         key = (str(storage.device), storage.data_ptr(), storage.nbytes())
-        if key not in copies:
+        if key not in self._copies:
+            factory = self._factory
             buffer, offset = factory(storage) if factory else (_plain_buffer(storage), 0)
             source = torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage)
             with torch.no_grad():
                 buffer[offset : offset + storage.nbytes()].copy_(source)
-            copies[key] = (buffer, offset)
-        return copies[key]
-
-    def one(value: Any) -> Any:
-        if isinstance(value, torch.Tensor):
-            if not rebuildable(value) or value.untyped_storage().nbytes() == 0:
-                return value if keep_others else value.detach().clone()
-            buffer, offset = storage_copy(value.untyped_storage())
-            return _rebuilt(value, buffer, offset, detach)
-        if isinstance(value, (tuple, list)):
-            return type(value)(one(v) for v in value)
-        if isinstance(value, dict):
-            return {k: one(v) for k, v in value.items()}
-        return value
-
-    return one(values)
+            self._copies[key] = (buffer, offset)
+        return self._copies[key]
 
 
 def _plain_buffer(storage: torch.UntypedStorage) -> torch.Tensor:

@@ -174,7 +174,7 @@ round-cost)
         -rs tests/test_gpu.py
     step round_cost "${ROUND_LIMIT_S:-300}" python3 studies/round_cost.py --out "$W/round_cost" \
         --processes "${ROUND_PROCESSES:-2}"
-    step compile_first_call 120 python3 studies/compile_first_call.py --processes 3
+    [ -z "${SKIP_COMPILE_STUDY:-}" ] && step compile_first_call 120 python3 studies/compile_first_call.py --processes 3
     if [ -n "${COST_BASELINES:-}" ]; then
         for when in first second; do
             step "cost_$when" "${COST_LIMIT_S:-90}" python3 -m pytest --kernelperf studies/scoring_kernels $P \

@@ -43,19 +43,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-# Plans compared with the current one: (name, changes to the compare plan).
+# Plans compared, by their sampling windows and warm-ups; the first is the reference (the defaults
+# before 2026-12-02), the second the defaults since.
 PLANS: dict[str, dict[str, float]] = {
-    "now": {},
-    "window/2": {"min_time_s": 0.005, "max_time_s": 0.02},
-    "window/4": {"min_time_s": 0.0025, "max_time_s": 0.01},
-    "window/2, warm-up 1 ms": {"min_time_s": 0.005, "max_time_s": 0.02, "round_warmup_s": 0.001},
-    "window/2, warm-up 1 ms, first 10 ms": {
-        "min_time_s": 0.005,
-        "max_time_s": 0.02,
-        "round_warmup_s": 0.001,
-        "warmup_s": 0.01,
-    },
+    "window 10-40 ms, warm-up 3 ms": {"min_time_s": 0.01, "max_time_s": 0.04, "round_warmup_s": 0.003},
+    "window 5-20 ms, warm-up 1 ms": {"min_time_s": 0.005, "max_time_s": 0.02, "round_warmup_s": 0.001},
+    "window 5-20 ms, warm-up 3 ms": {"min_time_s": 0.005, "max_time_s": 0.02, "round_warmup_s": 0.003},
+    "window 2.5-10 ms, warm-up 1 ms": {"min_time_s": 0.0025, "max_time_s": 0.01, "round_warmup_s": 0.001},
 }
+REFERENCE = next(iter(PLANS))
 
 
 def kernels() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
@@ -192,6 +188,39 @@ def instrument(pieces: Pieces) -> None:
 
     timing.collect = timed_collect  # type: ignore[assignment]
 
+    def timed_method(owner: Any, name: str, piece: str) -> None:
+        original = getattr(owner, name)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with pieces.timed(piece):
+                return original(*args, **kwargs)
+
+        setattr(owner, name, wrapper)
+
+    timed_method(timing.CudaEventTimer, "sampler", "host sampler setup (events)")
+    timed_method(timing.CuptiTimer, "sampler", "device sampler setup (first round: activity count)")
+    guard = timing._no_recompile
+
+    @contextlib.contextmanager
+    def timed_guard() -> Iterator[None]:
+        manager = guard()
+        with pieces.timed("recompile guard"):
+            manager.__enter__()
+        try:
+            yield
+        finally:
+            with pieces.timed("recompile guard"):
+                manager.__exit__(None, None, None)
+
+    timing._no_recompile = timed_guard  # type: ignore[assignment]
+    of_rounds = timing.Metric.of_rounds
+
+    def timed_of_rounds(method: str, rounds: Any) -> Any:
+        with pieces.timed("metric summary"):
+            return of_rounds(method, rounds)
+
+    timing.Metric.of_rounds = timed_of_rounds  # type: ignore[method-assign,assignment]
+
     def timed_profile(call: Any, calls: int, flush: Any = None) -> list[float]:
         """The package's profile_device_activity, piece by piece, and read both ways."""
         with pieces.timed("cupti: session"):
@@ -319,11 +348,14 @@ def _breakdown_table(rows: list[dict[str, Any]]) -> list[str]:
     counted = 0.0
     for piece in pieces:
         seconds = sum(r["pieces"].get(piece, 0.0) for r in rows)
-        if "not paid" not in piece and not piece.startswith("cupti"):
+        if "not paid" not in piece and not piece.startswith(("cupti", "device sampler")):
             counted += seconds
         out.append(f"  {piece}: {1e3 * seconds / total_rounds:.2f} ms ({seconds / total_wall:.0%})")
     out.append(f"  rest (outside the pieces above): {1e3 * (total_wall - counted) / total_rounds:.2f} ms")
-    out.append("  (the cupti pieces lie inside 'device window', and the first round's count outside it)")
+    out.append(
+        "  (the cupti pieces lie inside 'device window', and inside the device sampler setup for the "
+        "first round's count; that setup is outside the window and counted in the rest)"
+    )
     mismatched = [r for r in rows if r["mismatches"]]
     out.append(f"raw events and function_events gave different durations in {len(mismatched)} of {len(rows)}")
     out.append("per kernel: rounds, ms per round, device time")
@@ -353,8 +385,8 @@ def _sweep_table(rows: list[dict[str, Any]]) -> list[str]:
     processes = sorted({r["process"] for r in rows})
     out = [
         f"== sweep: {len(rows)} measurements of 5 rounds in {len(processes)} processes, plans interleaved",
-        "plan: ms per round; median over kernels of the rounds' SD, relative to now's; of the "
-        "measurements' level SD, relative to now's; level against now (geometric mean over kernels, "
+        f"plan: ms per round; median over kernels of the rounds' SD, relative to {REFERENCE!r}; of the "
+        "measurements' level SD, relative to the same; level against it (geometric mean over kernels, "
         "and the kernels whose level moved beyond its 95% interval)",
     ]
     by: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
@@ -376,23 +408,25 @@ def _sweep_table(rows: list[dict[str, Any]]) -> list[str]:
         sd_ratios, level_sd_ratios, shifts, moved = [], [], [], []
         for kernel in kernels_seen:
             for process in processes:
-                now_rows, mine = by[(kernel, "now", process)], by[(kernel, plan, process)]
-                if not mine or not now_rows:
+                reference_rows, mine = by[(kernel, REFERENCE, process)], by[(kernel, plan, process)]
+                if not mine or not reference_rows:
                     continue
-                base_sd = round_sd(kernel, "now", process)
+                base_sd = round_sd(kernel, REFERENCE, process)
                 if base_sd > 0:
                     sd_ratios.append(round_sd(kernel, plan, process) / base_sd)
-                base_level_sd = statistics.stdev(level(r) for r in now_rows) if len(now_rows) > 1 else 0
+                base_level_sd = (
+                    statistics.stdev(level(r) for r in reference_rows) if len(reference_rows) > 1 else 0.0
+                )
                 if base_level_sd > 0 and len(mine) > 1:
                     level_sd_ratios.append(statistics.stdev(level(r) for r in mine) / base_level_sd)
                 # Paired by repetition: the same kernel, measured back to back under both plans.
-                pairs = {r["repeat"]: level(r) for r in now_rows}
+                pairs = {r["repeat"]: level(r) for r in reference_rows}
                 diffs = [level(r) - pairs[r["repeat"]] for r in mine if r["repeat"] in pairs]
                 if len(diffs) > 1:
                     mean = statistics.fmean(diffs)
                     half = 2.0 * statistics.stdev(diffs) / math.sqrt(len(diffs))
                     shifts.append(mean)
-                    if plan != "now" and abs(mean) > half:
+                    if plan != REFERENCE and abs(mean) > half:
                         moved.append(f"{kernel}[p{process}] {100 * math.expm1(mean):+.2f}%")
         out.append(
             f"  {plan:38s} {1e3 * wall / rounds:5.1f} ms/round; round SD x{_median(sd_ratios):.2f}; "

@@ -129,3 +129,22 @@ def test_a_measurement_of_plain_code_imports_no_compiler() -> None:
         "print(timing.device_time.method, 'torch._dynamo' in sys.modules, 'torch._inductor' in sys.modules)\n"
     )
     assert fresh_interpreter(probe) == ["cupti", "False", "False"]
+
+
+def test_rounds_at_fresh_placements_give_their_memory_back() -> None:
+    """Each round copies the arguments into a pool of its own: 40 rounds of a kernel with 256 MiB of
+    arguments would keep 10 GiB if a round's pool kept its memory after the round."""
+    import torch.nn.functional as F
+
+    from pytest_kernelperf.measure.placement import Placements
+
+    x = torch.randn(1 << 26, device="cuda")
+    places = Placements(((x,), {}), lambda moved: ((lambda: F.gelu(moved[0][0])), None), "cuda:0")
+    target = Target(lambda: F.gelu(x), fingerprint("cuda"), placements=places)
+    plan = sampling_plan(rounds=10, min_time_s=0.001, max_time_s=0.002, warmup_s=0.001)
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_reserved()
+    for _ in range(4):
+        AutoTimer().measure(target, plan)
+    grown = torch.cuda.memory_reserved() - before
+    assert grown < 1 << 30, f"{grown / 2**30:.1f} GiB still reserved after 40 rounds"

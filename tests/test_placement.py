@@ -92,6 +92,59 @@ def test_each_round_gets_copies_at_aligned_offsets_bound_to_its_call(cpu_pools: 
     assert cpu_pools.count("pool") == 6  # a graph capture brings its own pool
 
 
+def test_a_copy_keeps_nothing_of_its_own_alive_without_the_cyclic_collector() -> None:
+    """Only the copies hold their memory: the copying's own bookkeeping (its buffers by storage, the
+    factory) goes when it returns, not at the cyclic collector's next full pass."""
+    import gc
+    import weakref
+
+    made: list[weakref.ref[torch.Tensor]] = []
+
+    def factory(storage: torch.UntypedStorage) -> tuple[torch.Tensor, int]:
+        buffer = torch.empty(storage.nbytes(), dtype=torch.uint8)
+        made.append(weakref.ref(buffer))
+        return buffer, 0
+
+    gc.disable()
+    try:
+        x = torch.ones(8)
+        copied = copy_arguments(((x, [x[2:]]), {"y": x}), factory, detach=False)
+        assert len(made) == 1 and made[0]() is None
+        assert torch.equal(copied[1]["y"], x) and copied[0][1][0].data_ptr() == copied[1]["y"].data_ptr() + 8
+    finally:
+        gc.enable()
+
+
+def test_a_rounds_pool_lives_until_the_next_draw(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pool dropped while its round's tensors live (the caller still holds the round's call as the
+    round ends) never gives their memory back; it is dropped at the next draw instead."""
+    import weakref
+
+    class Pool:
+        pass
+
+    pools: list[weakref.ref[Pool]] = []
+
+    def make_pool() -> Pool:
+        pool = Pool()
+        pools.append(weakref.ref(pool))
+        return pool
+
+    monkeypatch.setattr(torch.cuda, "MemPool", make_pool)
+    monkeypatch.setattr(torch.cuda, "use_mem_pool", lambda pool, device=None: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (1 << 30, 1 << 31))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    places = Placements(((torch.ones(8),), {}), lambda moved: ((lambda: moved[0][0]), None), "cpu")
+    with places.draw() as first:
+        held = first.call  # the caller's frame keeps the round's call after the round
+    assert pools[0]() is not None
+    with places.draw():
+        assert pools[0]() is None and pools[1]() is not None
+    del held
+    del places
+    assert pools[1]() is None  # the last round's pool goes with the placements
+
+
 def test_offsets_are_whole_allocator_blocks(cpu_pools: list[str]) -> None:
     places = Placements(((torch.ones(8),), {}), lambda moved: (lambda: None, None), "cpu")
     storage = torch.ones(300).untyped_storage()

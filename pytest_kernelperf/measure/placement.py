@@ -75,6 +75,11 @@ class Placements:
         self._rng = rng or random.Random()
         self.notes: list[str] = []
         self._move_arguments = self._arguments_fit()
+        # The last round's pool, kept until the next draw or until these placements go. A pool
+        # destroyed while its round's tensors still live (the caller's frame holds the round's call,
+        # and with it the moved arguments, as the round ends) never gives their memory back: an H200
+        # ran out of its 140 GiB after about 1500 rounds that way (studies/round_cost.py, 2026-12-02).
+        self._last_pool: object | None = None
 
     def _arguments_fit(self) -> bool:
         import torch
@@ -99,12 +104,14 @@ class Placements:
         """A placement for one round; its memory is given back when the round ends."""
         import torch
 
+        self._last_pool = None  # nothing of the last round is alive now: its pool's memory goes back
         with ExitStack() as stack:
             if own_pool:
                 pool = torch.cuda.MemPool()
+                self._last_pool = pool
                 stack.enter_context(torch.cuda.use_mem_pool(pool, device=self._device))
             device = torch.device(self._device)
-            pads = [
+            _pads = [  # held for the round: what it allocates lands behind them
                 torch.empty(self._offset(SMALL_PAD_MAX) + ALIGNMENT, dtype=torch.uint8, device=device),
                 torch.empty(SMALL_PAD_MAX + self._offset(LARGE_PAD_MAX), dtype=torch.uint8, device=device),
             ]
@@ -116,7 +123,6 @@ class Placements:
                 yield Placed(call, prepare, self._move_arguments)
             finally:
                 torch.cuda.synchronize(self._device)
-                del pads, moved, call, prepare
 
     def _fresh_storage(self, storage: torch.UntypedStorage) -> tuple[torch.Tensor, int]:
         import torch

@@ -78,7 +78,7 @@ class SamplingPlan:
     # until the standard error of its level is at most `target_se` (relative). None: `rounds` only.
     max_rounds: int | None
     target_se: float
-    round_warmup_s: float = 0.003
+    round_warmup_s: float = 0.001
     max_samples: int = 100_000
     prefer_method: str | None = None  # the baseline's method, so that auto stays comparable
     warm: bool = False  # first-call costs already paid (e.g. interleaved rounds): short warm-up only
@@ -277,8 +277,8 @@ def warm_up(call: Callable[[], object], sync: Callable[[], None], warmup_s: floa
     return stats.quantile(sorted(times[-3:]), 0.5)
 
 
-def _batch_size(per_call_s: float, cap: int = 1000) -> int:
-    return max(1, min(cap, int(_BATCH_S / max(per_call_s, 1e-7))))
+def _batch_size(per_call_s: float, cap: int = 1000, budget_s: float = _BATCH_S) -> int:
+    return max(1, min(cap, int(budget_s / max(per_call_s, 1e-7))))
 
 
 # --- CPU ---------------------------------------------------------------------------------------
@@ -429,7 +429,8 @@ class CudaEventTimer(_CudaTimer):
         import torch
 
         flush = _flusher(target, plan)
-        count = _batch_size(per_call_s, cap=200)
+        # Batches of half the window: a 5 ms batch would stretch a 1.25 ms host window to 5 ms.
+        count = _batch_size(per_call_s, cap=200, budget_s=min(_BATCH_S, plan.min_time_s / 2))
         pairs = [
             (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(count)
         ]
