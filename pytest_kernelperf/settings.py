@@ -303,7 +303,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "warmup",
         0.025,
-        "least seconds of warm-up after the first call (later rounds warm up for 1 ms)",
+        "least seconds of warm-up after the first call (later rounds warm up for 3 ms)",
         _seconds,
         marker=True,
     ),

@@ -24,6 +24,8 @@
 #   OUT=out bash studies/gpu_session.sh round-cost     # what a round's pieces cost, shorter rounds' noise;
 #                                                      # a compiled call's first run; the scoring suite's
 #                                                      # cost against COST_BASELINES (GPU_TESTS: the tests)
+#   OUT=out bash studies/gpu_session.sh cost-verdicts  # tests/test_gpu.py; the scoring suite's cost against
+#                                                      # COST_BASELINES; its verdicts recorded and judged here
 # Everything lands under $OUT/work as it is measured and is packed into $OUT/<part>.tgz at the end (or
 # when a step runs out of time), with each step's last lines in $OUT/<part>.txt.
 set -u
@@ -182,6 +184,17 @@ round-cost)
                 --kernelperf-json="$W/cost_$when.json"
         done
     fi
+    ;;
+cost-verdicts)
+    nvidia-smi -L | tee -a "$SUMMARY"
+    step gpu_test "${TESTS_LIMIT_S:-120}" python3 -m pytest -q -n 0 -p no:cacheprovider -rs tests/test_gpu.py
+    for when in first second; do
+        step "cost_$when" "${COST_LIMIT_S:-60}" python3 -m pytest --kernelperf studies/scoring_kernels $P \
+            --kernelperf-baseline-dir="${COST_BASELINES:?a baseline folder}" --kernelperf-durations=0 \
+            --kernelperf-json="$W/cost_$when.json"
+    done
+    step verdicts "${VERDICT_LIMIT_S:-300}" python3 studies/verdict_study.py --out "$W" \
+        --budget-s "${VERDICT_BUDGET_S:-260}"
     ;;
 first-measurement)
     step first_measurement 120 python3 studies/first_measurement.py

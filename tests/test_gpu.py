@@ -131,20 +131,31 @@ def test_a_measurement_of_plain_code_imports_no_compiler() -> None:
     assert fresh_interpreter(probe) == ["cupti", "False", "False"]
 
 
-def test_rounds_at_fresh_placements_give_their_memory_back() -> None:
-    """Each round copies the arguments into a pool of its own: 40 rounds of a kernel with 256 MiB of
-    arguments would keep 10 GiB if a round's pool kept its memory after the round."""
-    import torch.nn.functional as F
-
-    from pytest_kernelperf.measure.placement import Placements
-
-    x = torch.randn(1 << 26, device="cuda")
-    places = Placements(((x,), {}), lambda moved: ((lambda: F.gelu(moved[0][0])), None), "cuda:0")
-    target = Target(lambda: F.gelu(x), fingerprint("cuda"), placements=places)
-    plan = sampling_plan(rounds=10, min_time_s=0.001, max_time_s=0.002, warmup_s=0.001)
-    torch.cuda.synchronize()
-    before = torch.cuda.memory_reserved()
-    for _ in range(4):
-        AutoTimer().measure(target, plan)
-    grown = torch.cuda.memory_reserved() - before
-    assert grown < 1 << 30, f"{grown / 2**30:.1f} GiB still reserved after 40 rounds"
+def test_rounds_give_their_memory_back_also_after_a_failed_graph_capture() -> None:
+    """Each round copies the arguments into a pool of its own, given back at the next round: 40
+    rounds of a kernel with 256 MiB of arguments would keep 10 GiB if the pools kept their memory. A
+    failed capture first, as a kernel that cannot be captured leaves it (in a fresh interpreter: a
+    pool given back after it used to abort the process)."""
+    probe = (
+        "import torch, torch.nn.functional as F\n"
+        "from pytest_kernelperf.measure.device import fingerprint\n"
+        "from pytest_kernelperf.measure.placement import Placements\n"
+        "from pytest_kernelperf.measure.timing import AutoTimer, CudaGraphTimer, Target, TimingError\n"
+        "from pytest_kernelperf.testing import sampling_plan\n"
+        "plan = sampling_plan(rounds=10, min_time_s=0.001, max_time_s=0.002, warmup_s=0.001)\n"
+        "y = torch.randn(1024, device='cuda')\n"
+        "try:\n"
+        "    CudaGraphTimer().measure(Target(lambda: (y * 2).sum().item(), fingerprint('cuda')), plan)\n"
+        "except TimingError:\n"
+        "    print('capture-failed')\n"
+        "x = torch.randn(1 << 26, device='cuda')\n"
+        "places = Placements(((x,), {}), lambda moved: ((lambda: F.gelu(moved[0][0])), None), 'cuda:0')\n"
+        "target = Target(lambda: F.gelu(x), fingerprint('cuda'), placements=places)\n"
+        "torch.cuda.synchronize()\n"
+        "before = torch.cuda.memory_reserved()\n"
+        "for _ in range(4):\n"
+        "    AutoTimer().measure(target, plan)\n"
+        "print(round((torch.cuda.memory_reserved() - before) / 2**30, 1))\n"
+    )
+    said = fresh_interpreter(probe)
+    assert said[0] == "capture-failed" and float(said[1]) < 1.0, said

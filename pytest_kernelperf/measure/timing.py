@@ -24,7 +24,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, Protocol
@@ -78,7 +78,7 @@ class SamplingPlan:
     # until the standard error of its level is at most `target_se` (relative). None: `rounds` only.
     max_rounds: int | None
     target_se: float
-    round_warmup_s: float = 0.001
+    round_warmup_s: float = 0.003
     max_samples: int = 100_000
     prefer_method: str | None = None  # the baseline's method, so that auto stays comparable
     warm: bool = False  # first-call costs already paid (e.g. interleaved rounds): short warm-up only
@@ -501,9 +501,23 @@ def capture_graph(call: Callable[[], object], calls: int) -> torch.cuda.CUDAGrap
                 call()
     except Exception as exc:
         torch.cuda.synchronize()
+        _stop_routing_to_failed_capture(graph)
         _reset_generators_after_failed_capture()
         raise TimingError(f"CUDA graph capture failed: {type(exc).__name__}: {exc}".strip()) from exc
     return graph
+
+
+def _stop_routing_to_failed_capture(graph: torch.cuda.CUDAGraph) -> None:
+    """A capture that fails at its end leaves the allocator routing to the graph's pool as if still
+    capturing; the next memory pool given back (each round's placement gives one back) then aborts
+    the process on an internal assertion that no capture is underway."""
+    import torch
+
+    end = getattr(torch._C, "_cuda_endAllocateToPool", None)
+    if end is None:
+        return
+    with suppress(RuntimeError):  # not routing to it: the capture ended cleanly after all
+        end(torch.cuda.current_device(), graph.pool())
 
 
 def _reset_generators_after_failed_capture() -> None:
