@@ -296,10 +296,8 @@ OPTIONS: tuple[Option, ...] = (
         marker=True,
     ),
     Option("min_samples", 10, "fewest samples per round", _positive_int, marker=True),
-    Option(
-        "min_time", 0.005, "least seconds of sampling per round (at most max_time)", _seconds, marker=True
-    ),
-    Option("max_time", 0.02, "most seconds of sampling per round (at least min_time)", _seconds, marker=True),
+    Option("min_time", 0.01, "least seconds of sampling per round (at most max_time)", _seconds, marker=True),
+    Option("max_time", 0.04, "most seconds of sampling per round (at least min_time)", _seconds, marker=True),
     Option(
         "warmup",
         0.025,

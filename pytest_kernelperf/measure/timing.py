@@ -495,19 +495,20 @@ def capture_graph(call: Callable[[], object], calls: int) -> torch.cuda.CUDAGrap
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
+    pool = torch.cuda.graph_pool_handle()  # named here: after a failed capture graph.pool() refuses
     try:
-        with torch.cuda.graph(graph):
+        with torch.cuda.graph(graph, pool=pool):
             for _ in range(calls):
                 call()
     except Exception as exc:
         torch.cuda.synchronize()
-        _stop_routing_to_failed_capture(graph)
+        _stop_routing_to_failed_capture(pool)
         _reset_generators_after_failed_capture()
         raise TimingError(f"CUDA graph capture failed: {type(exc).__name__}: {exc}".strip()) from exc
     return graph
 
 
-def _stop_routing_to_failed_capture(graph: torch.cuda.CUDAGraph) -> None:
+def _stop_routing_to_failed_capture(pool: tuple[int, int]) -> None:
     """A capture that fails at its end leaves the allocator routing to the graph's pool as if still
     capturing; the next memory pool given back (each round's placement gives one back) then aborts
     the process on an internal assertion that no capture is underway."""
@@ -517,7 +518,7 @@ def _stop_routing_to_failed_capture(graph: torch.cuda.CUDAGraph) -> None:
     if end is None:
         return
     with suppress(RuntimeError):  # not routing to it: the capture ended cleanly after all
-        end(torch.cuda.current_device(), graph.pool())
+        end(torch.cuda.current_device(), pool)
 
 
 def _reset_generators_after_failed_capture() -> None:

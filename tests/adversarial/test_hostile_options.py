@@ -55,9 +55,9 @@ def test_a_max_time_below_the_min_time_is_a_usage_error_naming_both(project: Pro
             {"min_time": "0.1"},
             {},
             {},
-            "--kernelperf-min-time 0.1 is more than --kernelperf-max-time (default) 0.02",
+            "--kernelperf-min-time 0.1 is more than --kernelperf-max-time (default) 0.04",
         ),
-        ({}, {"max_time": "0.004"}, {}, "--kernelperf-min-time (default) 0.005 is more than "),
+        ({}, {"max_time": "0.005"}, {}, "--kernelperf-min-time (default) 0.01 is more than "),
         ({"max_time": "0.02"}, {}, {"min_time": 0.03}, "m: min_time 0.03 is more than max_time 0.02"),
     ],
 )
