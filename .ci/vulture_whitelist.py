@@ -52,3 +52,5 @@ _.collection
 _.recording_processes
 _.baseline_writes
 _.peak_bandwidth
+# Held, never read: a round's memory pool stays alive until the next round (measure/placement.py).
+_._last_pool
