@@ -141,8 +141,12 @@ def test_a_rounds_pool_lives_until_the_next_draw(monkeypatch: pytest.MonkeyPatch
     with places.draw():
         assert pools[0]() is None and pools[1]() is not None
     del held
+    places.release()  # the rounds are over
+    assert pools[1]() is None
+    with places.draw():
+        pass
     del places
-    assert pools[1]() is None  # the last round's pool goes with the placements
+    assert pools[2]() is None  # the last round's pool goes with the placements too
 
 
 def test_offsets_are_whole_allocator_blocks(cpu_pools: list[str]) -> None:

@@ -202,3 +202,63 @@ def test_a_call_that_first_compiles_inside_a_round_is_guarded_from_the_next_roun
         "    print('caught', 'recompiled during timing' in str(exc))\n"
     )
     assert fresh_interpreter(probe) == ["caught", "True"]
+
+
+class RawEvent:
+    """A profiler session's raw (Kineto) event, as torch's `_KinetoEvent` answers."""
+
+    def __init__(self, start_ns: int, end_ns: int, device: bool, annotation: bool = False) -> None:
+        from torch.autograd import DeviceType  # type: ignore[attr-defined]
+
+        self._start, self._end, self._annotation = start_ns, end_ns, annotation
+        self._type = DeviceType.CUDA if device else DeviceType.CPU
+
+    def start_ns(self) -> int:
+        return self._start
+
+    def end_ns(self) -> int:
+        return self._end
+
+    def device_type(self) -> object:
+        return self._type
+
+    def is_user_annotation(self) -> bool:
+        return self._annotation
+
+
+class HiddenEvent(RawEvent):
+    def is_hidden_event(self) -> bool:
+        return True
+
+
+def test_device_durations_are_the_device_work_among_raw_events_in_launch_order() -> None:
+    events = [
+        RawEvent(5_000, 7_500, device=True),  # the second kernel, listed first
+        RawEvent(0, 100_000, device=False),  # a CPU-side launch
+        RawEvent(1_000, 9_000, device=True, annotation=True),  # a compiled graph's span: not work
+        HiddenEvent(2_000, 2_500, device=True),
+        RawEvent(1_000, 2_000, device=True),
+    ]
+    assert timing.device_durations_us(events) == [1.0, 2.5]
+
+
+def test_host_latency_batches_fit_in_half_the_window() -> None:
+    assert timing._batch_size(1e-4, cap=200, budget_s=0.00125) == 12
+    assert timing._batch_size(1e-5, cap=200) == 200  # 5 ms batches, capped
+    assert timing._batch_size(0.01, cap=200, budget_s=0.00125) == 1
+
+
+def test_a_cuda_measurement_gives_its_last_rounds_memory_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    released: list[str] = []
+
+    class Places:
+        def release(self) -> None:
+            released.append("released")
+
+    monkeypatch.setattr(health, "read", lambda index: None)
+    cuda = DeviceInfo(kind="cuda", name="fake GPU", index=0)
+    target = Target(lambda: None, cuda, placements=Places())  # type: ignore[arg-type]
+    kept, _, _ = timing._cuda_rounds(
+        target, sampling_plan(rounds=3), lambda index: timing.RoundSamples([1.0, 1.0])
+    )
+    assert len(kept) == 3 and released == ["released"]

@@ -75,10 +75,11 @@ class Placements:
         self._rng = rng or random.Random()
         self.notes: list[str] = []
         self._move_arguments = self._arguments_fit()
-        # The last round's pool, kept until the next draw or until these placements go. A pool
-        # destroyed while its round's tensors still live (the caller's frame holds the round's call,
-        # and with it the moved arguments, as the round ends) never gives their memory back: an H200
-        # ran out of its 140 GiB after about 1500 rounds that way (studies/round_cost.py, 2026-12-02).
+        # The last round's pool, kept until the next draw or `release()`. A pool destroyed while its
+        # round's tensors still live (the caller's frame holds the round's call, and with it the moved
+        # arguments, as the round ends) keeps their memory cached once they are freed, until something
+        # empties the whole cache, which no round does: an H200 ran out of its 140 GiB after about 1500
+        # rounds that way (studies/round_cost.py, 2026-12-02).
         self._last_pool: object | None = None
 
     def _arguments_fit(self) -> bool:
@@ -123,6 +124,11 @@ class Placements:
                 yield Placed(call, prepare, self._move_arguments)
             finally:
                 torch.cuda.synchronize(self._device)
+
+    def release(self) -> None:
+        """Give the last round's memory back: the rounds are over and nothing of them is alive (a
+        counterpart timed between this kernel's rounds can then use it)."""
+        self._last_pool = None
 
     def _fresh_storage(self, storage: torch.UntypedStorage) -> tuple[torch.Tensor, int]:
         import torch

@@ -251,6 +251,20 @@ def run_rounds(
     return kept, health_mod.combine(readings) if readings else None, throttled
 
 
+def _cuda_rounds(
+    target: Target, plan: SamplingPlan, one_round: Callable[[int], RoundSamples]
+) -> tuple[list[RoundSamples], health_mod.Health | None, int]:
+    """run_rounds on CUDA, guarded against recompiles; a cold-cache flush buffer is made before the
+    rounds (inside one, it would pin that round's pool for the process), and the last round's memory
+    is given back as soon as the rounds are over."""
+    if plan.cache == "cold":
+        _l2_flush(target.device.index)
+    rounds = run_rounds(plan, target.device.index, _without_recompile(one_round))
+    if target.placements is not None:
+        target.placements.release()
+    return rounds
+
+
 def warm_up(call: Callable[[], object], sync: Callable[[], None], warmup_s: float) -> float:
     """Run until first-call costs (compilation, autotuning, module loading) are gone.
 
@@ -411,7 +425,7 @@ class _CudaTimer:
                 per_call = warm_up(_prepared(here), torch.cuda.synchronize, plan.warm_up_s(index))
                 return RoundSamples(collect(self.sampler(here, plan, per_call), plan))
 
-        kept, health, throttled = run_rounds(plan, target.device.index, _without_recompile(one_round))
+        kept, health, throttled = _cuda_rounds(target, plan, one_round)
         return Timing(
             Metric.of_rounds(self.method, [r.device_ms for r in kept]),
             health=health,
@@ -429,7 +443,7 @@ class CudaEventTimer(_CudaTimer):
         import torch
 
         flush = _flusher(target, plan)
-        # Batches of half the window: a 5 ms batch would stretch a 1.25 ms host window to 5 ms.
+        # Batches of half the window: a 5 ms batch would stretch a 2.5 ms host window to 5 ms.
         count = _batch_size(per_call_s, cap=200, budget_s=min(_BATCH_S, plan.min_time_s / 2))
         pairs = [
             (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(count)
@@ -615,12 +629,17 @@ def profile_device_activity(
                 flush()
             call()
         torch.cuda.synchronize()
-    # The session's raw (Kineto) events, not `prof.function_events`: building torch's FunctionEvents
-    # and their tree costs more than the session on a round of a few hundred short calls
-    # (studies/round_cost.py).
+    return device_durations_us(prof.kineto_results.events())
+
+
+def device_durations_us(events: Sequence[Any]) -> list[float]:
+    """The durations of the device work among a profiler session's raw (Kineto) events, in launch
+    order. Read raw, not through `prof.function_events`: building torch's FunctionEvents and their
+    tree cost 2-36 ms a round on an H200, the most on rounds of a few hundred short calls
+    (studies/round_cost.py)."""
     activity = [
         (event.start_ns(), (event.end_ns() - event.start_ns()) / 1e3)
-        for event in prof.kineto_results.events()
+        for event in events
         if _device_work(event.device_type(), event.is_user_annotation())
         and not getattr(event, "is_hidden_event", lambda: False)()
     ]
@@ -668,7 +687,7 @@ class AutoTimer:
                     return RoundSamples(samples, host)
                 return RoundSamples(collect(device.sampler(here, device_plan, per_call), device_plan), host)
 
-        kept, health, throttled = run_rounds(plan, target.device.index, _without_recompile(one_round))
+        kept, health, throttled = _cuda_rounds(target, plan, one_round)
         assert device is not None
         return Timing(
             device_time=Metric.of_rounds(device.method, [r.device_ms for r in kept]),
