@@ -26,6 +26,8 @@
 #                                                      # cost against COST_BASELINES (GPU_TESTS: the tests)
 #   OUT=out bash studies/gpu_session.sh cost-verdicts  # tests/test_gpu.py; the scoring suite's cost against
 #                                                      # COST_BASELINES; its verdicts recorded and judged here
+#   OUT=out bash studies/gpu_session.sh param-placement  # the MLP block with its weights moved or kept,
+#                                                      # in two fresh processes
 # Everything lands under $OUT/work as it is measured and is packed into $OUT/<part>.tgz at the end (or
 # when a step runs out of time), with each step's last lines in $OUT/<part>.txt.
 set -u
@@ -195,6 +197,13 @@ cost-verdicts)
     done
     step verdicts "${VERDICT_LIMIT_S:-300}" python3 studies/verdict_study.py --out "$W" \
         --budget-s "${VERDICT_BUDGET_S:-260}"
+    ;;
+param-placement)
+    nvidia-smi -L | tee -a "$SUMMARY"
+    for process in 0 1; do
+        step "param_placement_$process" 150 python3 studies/param_placement.py --out "$W/param_placement_$process" \
+            --measurements "${PARAM_MEASUREMENTS:-16}" --seed "$process"
+    done
     ;;
 first-measurement)
     step first_measurement 120 python3 studies/first_measurement.py
