@@ -442,6 +442,13 @@ def _sweep_table(rows: list[dict[str, Any]]) -> list[str]:
                 "/".join(f"{100 * round_sd(kernel, plan, p):.2f}" for p in processes if by[(kernel, plan, p)])
             )
         out.append(f"  {kernel:32s} " + " | ".join(cells))
+    out.append("per kernel, median ms per round under each plan:")
+    for kernel in kernels_seen:
+        cells = []
+        for plan in plans:
+            walls = [r["wall_s"] / len(r["rounds_ms"]) for p in processes for r in by[(kernel, plan, p)]]
+            cells.append(f"{1e3 * _median(walls):5.1f}")
+        out.append(f"  {kernel:32s} " + " | ".join(cells))
     return out
 
 
