@@ -50,6 +50,15 @@ step() {  # step NAME SECONDS COMMAND...: run with a time limit, keep its output
     log "== $name: exit $status in $((SECONDS - began)) s"
     tail -n 8 "$W/$name.log" >>"$SUMMARY"
 }
+judged_runs() {  # judged_runs LIMIT NAME...: the scoring suite against COST_BASELINES, once per name
+    local limit=$1 when
+    shift
+    for when in "$@"; do
+        step "cost_$when" "$limit" python3 -m pytest --kernelperf studies/scoring_kernels $P \
+            --kernelperf-baseline-dir="${COST_BASELINES:?a baseline folder}" --kernelperf-durations=0 \
+            --kernelperf-json="$W/cost_$when.json"
+    done
+}
 gpu_tests() {  # the project's GPU tests in file order and reversed (no fake left behind for the next)
     local G="tests/test_gpu.py tests/test_profile_gpu.py tests/test_roofline.py tests/test_gpu_pinning.py tests/test_faults.py tests/test_placement.py"
     # 70 s per order was too little on an H200 (2026-12-01: both orders cut off).
@@ -157,11 +166,7 @@ against)
         export PYTHONPYCACHEPREFIX=/tmp/kernelperf-pycache  # the study's processes start faster too
     fi
     if [ -n "${COST_BASELINES:-}" ]; then
-        for when in cold warm; do
-            step "cost_$when" "${COST_LIMIT_S:-90}" python3 -m pytest --kernelperf studies/scoring_kernels $P \
-                --kernelperf-baseline-dir="$COST_BASELINES" --kernelperf-durations=0 \
-                --kernelperf-json="$W/cost_$when.json"
-        done
+        judged_runs "${COST_LIMIT_S:-90}" cold warm
         # COST_PROFILE=1: the warm run once more under cProfile, to see where its seconds go.
         [ -n "${COST_PROFILE:-}" ] && step cost_profiled "${COST_LIMIT_S:-90}" python3 -m cProfile \
             -o "$W/cost_profiled.pstats" -m pytest --kernelperf studies/scoring_kernels $P \
@@ -180,21 +185,13 @@ round-cost)
         --processes "${ROUND_PROCESSES:-2}"
     [ -z "${SKIP_COMPILE_STUDY:-}" ] && step compile_first_call 120 python3 studies/compile_first_call.py --processes 3
     if [ -n "${COST_BASELINES:-}" ]; then
-        for when in first second; do
-            step "cost_$when" "${COST_LIMIT_S:-90}" python3 -m pytest --kernelperf studies/scoring_kernels $P \
-                --kernelperf-baseline-dir="$COST_BASELINES" --kernelperf-durations=0 \
-                --kernelperf-json="$W/cost_$when.json"
-        done
+        judged_runs "${COST_LIMIT_S:-90}" first second
     fi
     ;;
 cost-verdicts)
     nvidia-smi -L | tee -a "$SUMMARY"
     step gpu_test "${TESTS_LIMIT_S:-120}" python3 -m pytest -q -n 0 -p no:cacheprovider -rs tests/test_gpu.py
-    for when in first second; do
-        step "cost_$when" "${COST_LIMIT_S:-60}" python3 -m pytest --kernelperf studies/scoring_kernels $P \
-            --kernelperf-baseline-dir="${COST_BASELINES:?a baseline folder}" --kernelperf-durations=0 \
-            --kernelperf-json="$W/cost_$when.json"
-    done
+    judged_runs "${COST_LIMIT_S:-60}" first second
     step verdicts "${VERDICT_LIMIT_S:-300}" python3 studies/verdict_study.py --out "$W" \
         --budget-s "${VERDICT_BUDGET_S:-260}"
     ;;

@@ -148,46 +148,6 @@ def instrument(pieces: Pieces) -> None:
 
     from pytest_kernelperf.measure import health, placement, timing
 
-    read = health.read
-
-    def timed_read(index: int | None) -> Any:
-        with pieces.timed("NVML readings"):
-            return read(index)
-
-    health.read = timed_read  # type: ignore[assignment]
-
-    draw = placement.Placements.draw
-
-    @contextlib.contextmanager
-    def timed_draw(self: Any, own_pool: bool = True) -> Iterator[Any]:
-        manager = draw(self, own_pool)
-        with pieces.timed("placement: draw"):
-            placed = manager.__enter__()
-        try:
-            yield placed
-        finally:
-            with pieces.timed("placement: release"):
-                manager.__exit__(None, None, None)
-
-    placement.Placements.draw = timed_draw  # type: ignore[method-assign]
-
-    warm_up = timing.warm_up
-
-    def timed_warm_up(*args: Any) -> float:
-        with pieces.timed("warm-up"):
-            return warm_up(*args)
-
-    timing.warm_up = timed_warm_up  # type: ignore[assignment]
-
-    collect = timing.collect
-
-    def timed_collect(batch: Any, plan: Any) -> list[float]:
-        kind = "host window" if "CudaEventTimer" in batch.__qualname__ else "device window"
-        with pieces.timed(kind):
-            return collect(batch, plan)
-
-    timing.collect = timed_collect  # type: ignore[assignment]
-
     def timed_method(owner: Any, name: str, piece: str) -> None:
         original = getattr(owner, name)
 
@@ -197,32 +157,41 @@ def instrument(pieces: Pieces) -> None:
 
         setattr(owner, name, wrapper)
 
+    def timed_context(owner: Any, name: str, entering: str, leaving: str) -> None:
+        original = getattr(owner, name)
+
+        @contextlib.contextmanager
+        def wrapper(*args: Any, **kwargs: Any) -> Iterator[Any]:
+            manager = original(*args, **kwargs)
+            with pieces.timed(entering):
+                value = manager.__enter__()
+            try:
+                yield value
+            finally:
+                with pieces.timed(leaving):
+                    manager.__exit__(None, None, None)
+
+        setattr(owner, name, wrapper)
+
+    timed_method(health, "read", "NVML readings")
+    timed_method(timing, "warm_up", "warm-up")
     timed_method(timing.CudaEventTimer, "sampler", "host sampler setup (events)")
     timed_method(timing.CuptiTimer, "sampler", "device sampler setup (first round: activity count)")
-    guard = timing._no_recompile
+    timed_method(timing.Metric, "of_rounds", "metric summary")
+    timed_context(placement.Placements, "draw", "placement: draw", "placement: release")
+    timed_context(timing, "_no_recompile", "recompile guard", "recompile guard")
+    collect = timing.collect
 
-    @contextlib.contextmanager
-    def timed_guard() -> Iterator[None]:
-        manager = guard()
-        with pieces.timed("recompile guard"):
-            manager.__enter__()
-        try:
-            yield
-        finally:
-            with pieces.timed("recompile guard"):
-                manager.__exit__(None, None, None)
+    def timed_collect(batch: Any, plan: Any) -> list[float]:
+        kind = "host window" if "CudaEventTimer" in batch.__qualname__ else "device window"
+        with pieces.timed(kind):
+            return collect(batch, plan)
 
-    timing._no_recompile = timed_guard  # type: ignore[assignment]
-    of_rounds = timing.Metric.of_rounds
-
-    def timed_of_rounds(method: str, rounds: Any) -> Any:
-        with pieces.timed("metric summary"):
-            return of_rounds(method, rounds)
-
-    timing.Metric.of_rounds = timed_of_rounds  # type: ignore[method-assign,assignment]
+    timing.collect = timed_collect  # type: ignore[assignment]
 
     def timed_profile(call: Any, calls: int, flush: Any = None) -> list[float]:
-        """The package's profile_device_activity, piece by piece, and read both ways."""
+        """The package's profile_device_activity, its session and its reading timed apart, and the
+        session read the old way too (through function_events) to compare."""
         with pieces.timed("cupti: session"):
             torch.cuda.synchronize()
             with autograd_profiler.profile(use_cpu=False, use_device="cuda", use_kineto=True) as prof:
@@ -232,14 +201,7 @@ def instrument(pieces: Pieces) -> None:
                     call()
                 torch.cuda.synchronize()
         with pieces.timed("cupti: raw events read"):
-            raw = [
-                (event.start_ns(), (event.end_ns() - event.start_ns()) / 1e3)
-                for event in prof.kineto_results.events()
-                if timing._device_work(event.device_type(), event.is_user_annotation())
-                and not getattr(event, "is_hidden_event", lambda: False)()
-            ]
-            raw.sort()
-            durations = [d for _, d in raw]
+            durations = timing.device_durations_us(prof.kineto_results.events())
         with pieces.timed("cupti: function_events read (not paid)"):
             old = sorted(
                 (event.time_range.start, event.time_range.elapsed_us())
