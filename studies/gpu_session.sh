@@ -26,6 +26,8 @@
 #                                                      # cost against COST_BASELINES (GPU_TESTS: the tests)
 #   OUT=out bash studies/gpu_session.sh cost-verdicts  # tests/test_gpu.py; the scoring suite's cost against
 #                                                      # COST_BASELINES; its verdicts recorded and judged here
+#   OUT=out bash studies/gpu_session.sh throttle         # power-capped rounds, the MLP's weights, a
+#                                                      # cProfiled judged run (COST_BASELINES)
 #   OUT=out bash studies/gpu_session.sh param-placement  # the MLP block with its weights moved or kept,
 #                                                      # in two fresh processes
 # Everything lands under $OUT/work as it is measured and is packed into $OUT/<part>.tgz at the end (or
@@ -201,6 +203,23 @@ param-placement)
         step "param_placement_$process" 150 python3 studies/param_placement.py --out "$W/param_placement_$process" \
             --measurements "${PARAM_MEASUREMENTS:-16}" --seed "$process"
     done
+    ;;
+throttle)
+    # Whether power-capped rounds read slower (studies/throttle_rounds.py), whether the MLP block's
+    # level follows its weights' placement, then where a warm judged run's seconds go (cProfile).
+    nvidia-smi -L | tee -a "$SUMMARY"
+    step throttle_rounds "${THROTTLE_LIMIT_S:-200}" python3 studies/throttle_rounds.py --out "$W/throttle" \
+        --measurements "${THROTTLE_MEASUREMENTS:-16}"
+    for process in 0 1; do
+        step "param_placement_$process" 120 python3 studies/param_placement.py --out "$W/param_placement_$process" \
+            --measurements "${PARAM_MEASUREMENTS:-16}" --seed "$process"
+    done
+    if [ -n "${COST_BASELINES:-}" ]; then
+        judged_runs "${COST_LIMIT_S:-90}" first second
+        step cost_profiled "${COST_LIMIT_S:-90}" python3 -m cProfile -o "$W/cost_profiled.pstats" -m pytest \
+            --kernelperf studies/scoring_kernels $P --kernelperf-baseline-dir="$COST_BASELINES" \
+            --kernelperf-durations=0 --kernelperf-json="$W/cost_profiled.json"
+    fi
     ;;
 first-measurement)
     step first_measurement 120 python3 studies/first_measurement.py
