@@ -194,6 +194,8 @@ cost-verdicts)
     nvidia-smi -L | tee -a "$SUMMARY"
     step gpu_test "${TESTS_LIMIT_S:-120}" python3 -m pytest -q -n 0 -p no:cacheprovider -rs tests/test_gpu.py
     judged_runs "${COST_LIMIT_S:-60}" first second
+    # TRITON_PROBE=1: each Triton kernel's first call in fresh processes, Triton's cache now warm.
+    [ -n "${TRITON_PROBE:-}" ] && step triton_first_call 120 python3 studies/triton_first_call.py
     step verdicts "${VERDICT_LIMIT_S:-300}" python3 studies/verdict_study.py --out "$W" \
         --budget-s "${VERDICT_BUDGET_S:-260}"
     ;;
