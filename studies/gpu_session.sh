@@ -223,6 +223,24 @@ throttle)
             --kernelperf-durations=0 --kernelperf-json="$W/cost_profiled.json"
     fi
     ;;
+first-call-probe)
+    # Triton kernels' first calls in kernel_bench: alone, after the compiled test, with the shared
+    # compile context, and under cProfile (COST_BASELINES). The first run fills the caches.
+    S=studies/scoring_kernels
+    judged_runs "${COST_LIMIT_S:-90}" warm
+    probe() {  # probe NAME PYTEST-ARGUMENTS...
+        local name=$1
+        shift
+        step "probe_$name" 60 python3 -m pytest --kernelperf $P --kernelperf-baseline-dir="$COST_BASELINES" \
+            --kernelperf-durations=0 --kernelperf-json="$W/probe_$name.json" "$@"
+    }
+    probe alone $S/test_sk_small.py $S/test_sk_matmul.py
+    probe after_compile $S/test_sk_compiled.py $S/test_sk_small.py $S/test_sk_matmul.py
+    probe after_compile_shared $S/test_sk_compiled.py $S/test_sk_small.py $S/test_sk_matmul.py \
+        --kernelperf-compile-context=shared
+    step probe_profiled 90 python3 -m cProfile -o "$W/probe_profiled.pstats" -m pytest --kernelperf $P \
+        --kernelperf-baseline-dir="$COST_BASELINES" $S/test_sk_compiled.py $S/test_sk_small.py $S/test_sk_matmul.py
+    ;;
 first-measurement)
     step first_measurement 120 python3 studies/first_measurement.py
     step profiler_start 200 python3 studies/profiler_start.py
