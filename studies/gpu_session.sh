@@ -225,9 +225,10 @@ throttle)
     ;;
 first-call-probe)
     # Triton kernels' first calls in kernel_bench: alone, after the compiled test, with the shared
-    # compile context, and under cProfile (COST_BASELINES). The first run fills the caches.
+    # compile context, and under cProfile (COST_BASELINES). The first run fills the caches;
+    # PROBE_RUNS names more whole judged runs before the probes (e.g. "first second third").
     S=studies/scoring_kernels
-    judged_runs "${COST_LIMIT_S:-90}" warm
+    judged_runs "${COST_LIMIT_S:-90}" ${PROBE_RUNS:-warm}
     probe() {  # probe NAME PYTEST-ARGUMENTS...
         local name=$1
         shift

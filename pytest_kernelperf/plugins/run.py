@@ -29,6 +29,7 @@ from pytest_kernelperf.plugins.poisoning import PoisonWatch
 from pytest_kernelperf.plugins.reporting import Reports
 from pytest_kernelperf.plugins.role import RECORD_OUTPUT, Role
 from pytest_kernelperf.plugins.session import KernelperfSession
+from pytest_kernelperf.plugins.triton_cache import TritonCacheHeld
 from pytest_kernelperf.plugins.unused_entries import Findings, UnusedEntries, summary_lines
 
 
@@ -69,6 +70,10 @@ class KernelperfRun:
         manager.register(self.costs, "kernelperf-costs")
         if self.session.progress is not None:
             manager.register(self.session.progress, "kernelperf-progress")
+        if self.settings.timing:
+            triton_cache = TritonCacheHeld()
+            triton_cache.hold()
+            manager.register(triton_cache, "kernelperf-triton-cache")
         if self.settings.require_gpu:
             manager.register(RequireGpu(), "kernelperf-require-gpu")
         if self.role is Role.CHILD:
