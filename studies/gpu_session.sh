@@ -26,10 +26,10 @@
 #                                                      # cost against COST_BASELINES (GPU_TESTS: the tests)
 #   OUT=out bash studies/gpu_session.sh cost-verdicts  # tests/test_gpu.py; the scoring suite's cost against
 #                                                      # COST_BASELINES; its verdicts recorded and judged here
-#   OUT=out bash studies/gpu_session.sh throttle         # power-capped rounds, the MLP's weights, a
+#   OUT=out bash studies/gpu_session.sh throttle       # power-capped rounds, the MLP's weights, a
 #                                                      # cProfiled judged run (COST_BASELINES)
-#   OUT=out bash studies/gpu_session.sh param-placement  # the MLP block with its weights moved or kept,
-#                                                      # in two fresh processes
+#   OUT=out bash studies/gpu_session.sh first-call-probe  # Triton first calls in kernel_bench: alone,
+#                                                      # after the compiled test (COST_BASELINES)
 # Everything lands under $OUT/work as it is measured and is packed into $OUT/<part>.tgz at the end (or
 # when a step runs out of time), with each step's last lines in $OUT/<part>.txt.
 set -u
@@ -198,13 +198,6 @@ cost-verdicts)
     [ -n "${TRITON_PROBE:-}" ] && step triton_first_call 120 python3 studies/triton_first_call.py
     step verdicts "${VERDICT_LIMIT_S:-300}" python3 studies/verdict_study.py --out "$W" \
         --budget-s "${VERDICT_BUDGET_S:-260}"
-    ;;
-param-placement)
-    nvidia-smi -L | tee -a "$SUMMARY"
-    for process in 0 1; do
-        step "param_placement_$process" 150 python3 studies/param_placement.py --out "$W/param_placement_$process" \
-            --measurements "${PARAM_MEASUREMENTS:-16}" --seed "$process"
-    done
     ;;
 throttle)
     # Whether power-capped rounds read slower (studies/throttle_rounds.py), whether the MLP block's
