@@ -96,8 +96,9 @@ def kernels() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     }
 
 
-def targets() -> dict[str, Any]:
-    """name -> Target as kernel_bench builds it: each round at a fresh placement."""
+def targets(table: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] | None = None) -> dict[str, Any]:
+    """name -> Target as kernel_bench builds it, each round at a fresh placement, for `table`'s
+    kernels (name -> (fn, args); the tuning suite's by default)."""
     import random
 
     import torch
@@ -108,7 +109,7 @@ def targets() -> dict[str, Any]:
 
     device = fingerprint("cuda")
     out: dict[str, Any] = {}
-    for name, (fn, args) in kernels().items():
+    for name, (fn, args) in (kernels() if table is None else table).items():
         for _ in range(3):  # compile, JIT and autotune before anything is timed
             fn(*args)
         torch.cuda.synchronize()

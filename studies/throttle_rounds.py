@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import json
 import math
-import random
 import statistics
 import sys
 import time
@@ -75,30 +73,6 @@ def kernels() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     }
 
 
-def targets() -> dict[str, Any]:
-    """name -> Target as kernel_bench builds it: each round at a fresh placement."""
-    import torch
-
-    from pytest_kernelperf.measure.device import fingerprint
-    from pytest_kernelperf.measure.placement import Placements
-    from pytest_kernelperf.measure.timing import Target
-
-    device = fingerprint("cuda")
-    out: dict[str, Any] = {}
-    for name, (fn, args) in kernels().items():
-        for _ in range(3):  # JIT before anything is timed
-            fn(*args)
-        torch.cuda.synchronize()
-
-        def bind(moved: Any, fn: Callable[..., Any] = fn) -> tuple[Callable[[], Any], None]:
-            moved_args = moved[0]
-            return (lambda: fn(*moved_args)), None
-
-        placements = Placements((args, {}), bind, "cuda:0", rng=random.Random(len(out)))
-        out[name] = Target(functools.partial(fn, *args), device, label=name, fn=fn, placements=placements)
-    return out
-
-
 @contextlib.contextmanager
 def recorded_readings(hide_reasons: bool) -> Iterator[list[dict[str, Any]]]:
     """Every NVML reading the timer takes, in order; with `hide_reasons`, the timer sees none."""
@@ -124,8 +98,9 @@ def recorded_readings(hide_reasons: bool) -> Iterator[list[dict[str, Any]]]:
 def measure(out: Path, measurements: int) -> None:
     from pytest_kernelperf.measure.timing import AutoTimer
     from pytest_kernelperf.settings import Settings
+    from studies.round_cost import targets
 
-    table = targets()
+    table = targets(kernels())
     plan = Settings().plan()  # the compare plan: 5 rounds, more where they disagree
     out.mkdir(parents=True, exist_ok=True)
     with (out / "rounds.jsonl").open("a") as sink:
