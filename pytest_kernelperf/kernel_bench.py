@@ -624,9 +624,6 @@ class KernelBench:
             self._hooks.fail(f"kernel_bench could not time {self.nodeid}: {exc}")
         with self._clock.phase("context"):
             record = context.finish() if context is not None else CallRecord()
-        drawn = len(timing.device_time.round_locations_ms) if placements is not None else 0
-        if placements is not None:
-            notes += (*placements.notes, *_placement_notes(timing.device_time))
         for note in record.notes:
             self._hooks.warn(f"{self.nodeid}: {note}")
         for note in timing.notes:
@@ -639,6 +636,16 @@ class KernelBench:
             result = self._judge(timing, baseline, device, name, path, nbytes, flops)
             if base is not None:
                 result = self._judge_pair(result, timing, base, base_timing, device)
+        if result.verdict is Verdict.SLOWER and base is None:
+            assert timer is not None
+
+            def judge(again: Timing) -> BenchResult:
+                return self._judge(again, baseline, device, name, path, nbytes, flops)
+
+            timing, result = self._confirmed(timer, target, plan, result, judge, name)
+        drawn = len(timing.device_time.round_locations_ms) if placements is not None else 0
+        if placements is not None:
+            notes += (*placements.notes, *_placement_notes(timing.device_time))
         profiled = self._profile(fn, call, device, name, result.verdict, prepare)
         with self._clock.phase("judge"):  # the entry's statistics (the first use imports scipy)
             entry = as_stored(self._entry(timing, device, profiled, record, memory))
@@ -664,6 +671,38 @@ class KernelBench:
         result = self._record(result)
         self._enforce(result, baseline, path, _environment(timing, device), profiled)
         return result
+
+    def _confirmed(
+        self,
+        timer: Timer,
+        target: Target,
+        plan: SamplingPlan,
+        first: BenchResult,
+        judge: Callable[[Timing], BenchResult],
+        name: str | None,
+    ) -> tuple[Timing, BenchResult]:
+        """A `slower` verdict is measured again, in rounds of its own, before it fails the test, and
+        the second measurement decides. A level can wander for a fraction of a second where rounds
+        back to back cannot see it (the scoring suite's MLP block, 1-2%: docs/measurement.md#placement):
+        such a wander is seldom there again, a slowdown always is. The first reading stays in a note."""
+        __tracebackhide__ = True
+        what = f"measuring {self._label(name)} again to confirm a slower verdict"
+        with self._step("rounds", what, less=("warmup",)), active(self._clock):
+            try:
+                timing = timer.measure(target, plan)
+            except TimingError as exc:
+                timing, problem = None, exc
+        if timing is None:  # outside the except block: no chained traceback
+            self._hooks.fail(f"kernel_bench could not time {self.nodeid} again: {problem}")
+        with self._clock.phase("judge"):
+            result = judge(timing)
+        before = first.comparison.change_pct if first.comparison else None
+        after = result.comparison.change_pct if result.comparison else None
+        if before is None or after is None:
+            return timing, result
+        how = "confirmed" if result.verdict is Verdict.SLOWER else "not confirmed, judged on the second"
+        note = f"measured twice: {before:+.1f}% (slower), then {after:+.1f}% ({how})"
+        return timing, replace(result, notes=(*result.notes, note))
 
     def _memory(
         self,

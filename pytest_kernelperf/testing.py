@@ -8,7 +8,8 @@ In a conftest.py::
     def pytest_kernelperf_make_timer(config, settings, device):
         return ScriptedTimer()
 
-Then each timed function states its own time: ``kernel.fake_ms = 1.0``. A measurement is the
+Then each timed function states its own time: ``kernel.fake_ms = 1.0``, or one per measurement of it in
+the process, the last repeated: ``kernel.fake_ms = [1.2, 1.0]``. A measurement is the
 plan's rounds; each round draws its own level, ``fake_ms * exp(N(0, round_sd))``, and its samples are
 that level with a small jitter, mirrored in pairs so that a round's midmean is its level. Every
 draw is seeded (by the label, KERNELPERF_SCRIPTED_SEED, the
@@ -71,6 +72,8 @@ class ScriptedTimer:
             raise AttributeError(f"ScriptedTimer needs {target.fn!r} to have a fake_ms attribute")
         count = self._measured.get(target.label, 0)
         self._measured[target.label] = count + 1
+        if isinstance(fake_ms, Sequence):
+            fake_ms = fake_ms[min(count, len(fake_ms) - 1)]
         rng = random.Random(
             zlib.crc32(f"{target.label}:{os.environ.get(SEED_VARIABLE, '0')}:{self.seed}:{count}".encode())
         )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from conftest import Project
 
 
@@ -102,3 +105,46 @@ def test_update_keeps_entries_of_tests_that_did_not_run(project: Project) -> Non
     after = project.baseline_file.read_text()
     assert "test_two:" in after
     assert before == after  # same figures: not a byte changed
+
+
+# A kernel 20% slower in its first measurement of the process only (FAKE_FIRST_MS), as a level that
+# wanders for a fraction of a second would read.
+WANDERING_ONCE = """
+import os
+
+import torch
+
+def kernel(x):
+    return x * 2
+
+kernel.fake_ms = [float(os.environ.get("FAKE_FIRST_MS", "1.0")), float(os.environ.get("FAKE_MS", "1.0"))]
+
+def test_kernel(kernel_bench):
+    kernel_bench(kernel, torch.linspace(-3, 3, 64), reference=lambda x: x + x)
+"""
+
+
+def test_a_slower_first_measurement_not_slower_again_passes_judged_on_the_second(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.module(WANDERING_ONCE)
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
+    monkeypatch.setenv("FAKE_FIRST_MS", "1.2")
+    result = project.run("--kernelperf", "--kernelperf-json=run.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*1 same*"])
+    (entry,) = json.loads((project.pytester.path / "run.json").read_text())["results"]
+    assert entry["verdict"] == "same"
+    assert (
+        "measured twice: +20.0% (slower), then +0.0% (not confirmed, judged on the second)" in entry["notes"]
+    )
+
+
+def test_a_slowdown_measured_again_fails_with_both_readings(project: Project) -> None:
+    project.module()
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
+    result = project.run("--kernelperf", "--kernelperf-json=run.json", ms=1.2)
+    result.assert_outcomes(failed=1)
+    (entry,) = json.loads((project.pytester.path / "run.json").read_text())["results"]
+    assert entry["verdict"] == "slower"
+    assert "measured twice: +20.0% (slower), then +20.0% (confirmed)" in entry["notes"]
