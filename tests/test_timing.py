@@ -262,16 +262,3 @@ def test_a_cuda_measurement_gives_its_last_rounds_memory_back(monkeypatch: pytes
         target, sampling_plan(rounds=3), lambda index: timing.RoundSamples([1.0, 1.0])
     )
     assert len(kept) == 3 and released == ["released"]
-
-
-def test_cuda_synchronize_skips_the_python_wrapper_where_torch_has_the_binding(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import torch
-
-    calls: list[str] = []
-    monkeypatch.setattr(torch._C, "_cuda_synchronize", lambda: calls.append("binding"), raising=False)
-    timing.cuda_synchronize()()
-    assert calls == ["binding"]
-    monkeypatch.delattr(torch._C, "_cuda_synchronize")
-    assert timing.cuda_synchronize() is torch.cuda.synchronize

@@ -337,17 +337,9 @@ def _wall_batch(
 def _synchronizer(device: DeviceInfo) -> Callable[[], None]:
     if device.kind != "cuda":
         return lambda: None
-    return cuda_synchronize()
-
-
-def cuda_synchronize() -> Callable[[], None]:
-    """`torch.cuda.synchronize()` of the current device, without its Python wrapper: the wrapper
-    looks the device up again on every call, about 30 us, which added 0.5 s to a 40-measurement run
-    of 20 000 synchronizes on an H200 (cProfile, 2026-12-02)."""
     import torch
 
-    fast: Callable[[], None] | None = getattr(torch._C, "_cuda_synchronize", None)
-    return fast if fast is not None else torch.cuda.synchronize
+    return torch.cuda.synchronize
 
 
 # --- CUDA --------------------------------------------------------------------------------------
@@ -424,12 +416,13 @@ class _CudaTimer:
         raise NotImplementedError
 
     def measure(self, target: Target, plan: SamplingPlan) -> Timing:
+        import torch
 
         began = time.perf_counter()
 
         def one_round(index: int) -> RoundSamples:
             with placed(target, self.own_pool) as here:
-                per_call = warm_up(_prepared(here), cuda_synchronize(), plan.warm_up_s(index))
+                per_call = warm_up(_prepared(here), torch.cuda.synchronize, plan.warm_up_s(index))
                 return RoundSamples(collect(self.sampler(here, plan, per_call), plan))
 
         kept, health, throttled = _cuda_rounds(target, plan, one_round)
@@ -455,7 +448,6 @@ class CudaEventTimer(_CudaTimer):
         pairs = [
             (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(count)
         ]
-        sync = cuda_synchronize()
 
         def batch() -> list[float]:
             for start, end in pairs:
@@ -464,7 +456,7 @@ class CudaEventTimer(_CudaTimer):
                 start.record()
                 target.call()
                 end.record()
-                sync()
+                torch.cuda.synchronize()
             return [start.elapsed_time(end) for start, end in pairs]
 
         return batch
@@ -627,16 +619,16 @@ def profile_device_activity(
     stack (0.8-1.6 s on an H200 with bytecode cached, 5.5-5.8 s without) in a run that may compile
     nothing (studies/profiler_start.py).
     """
+    import torch
     from torch.autograd import profiler as autograd_profiler
 
-    sync = cuda_synchronize()
-    sync()
+    torch.cuda.synchronize()
     with autograd_profiler.profile(use_cpu=False, use_device="cuda", use_kineto=True) as prof:
         for _ in range(calls):
             if flush is not None:
                 flush()
             call()
-        sync()
+        torch.cuda.synchronize()
     return device_durations_us(prof.kineto_results.events())
 
 
@@ -678,6 +670,7 @@ class AutoTimer:
     def measure(self, target: Target, plan: SamplingPlan) -> Timing:
         if target.device.kind != "cuda":
             return WallClockTimer().measure(target, plan)
+        import torch
 
         began = time.perf_counter()
         notes: list[str] = []
@@ -687,7 +680,7 @@ class AutoTimer:
         def one_round(index: int) -> RoundSamples:
             nonlocal device
             with placed(target) as here:
-                per_call = warm_up(_prepared(here), cuda_synchronize(), plan.warm_up_s(index))
+                per_call = warm_up(_prepared(here), torch.cuda.synchronize, plan.warm_up_s(index))
                 host = collect(CudaEventTimer().sampler(here, host_plan, per_call), host_plan)
                 if device is None:
                     device, samples = self._first_device_round(here, device_plan, per_call, notes)
