@@ -233,7 +233,8 @@ first-call-probe)
     probe after_compile_shared $S/test_sk_compiled.py $S/test_sk_small.py $S/test_sk_matmul.py \
         --kernelperf-compile-context=shared
     step probe_profiled 90 python3 -m cProfile -o "$W/probe_profiled.pstats" -m pytest --kernelperf $P \
-        --kernelperf-baseline-dir="$COST_BASELINES" $S/test_sk_compiled.py $S/test_sk_small.py $S/test_sk_matmul.py
+        --kernelperf-baseline-dir="$COST_BASELINES" --kernelperf-durations=0 \
+        --kernelperf-json="$W/probe_profiled.json" $S/test_sk_compiled.py $S/test_sk_small.py $S/test_sk_matmul.py
     ;;
 first-measurement)
     step first_measurement 120 python3 studies/first_measurement.py

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import MutableMapping
 
-VARIABLE = "TRITON_CACHE_DIR"
+CACHE_VARIABLE = "TRITON_CACHE_DIR"
 
 
 def triton_default_cache_dir(environ: MutableMapping[str, str]) -> str:
@@ -36,10 +36,10 @@ class TritonCacheHeld:
 
     def hold(self) -> str | None:
         """The folder now held, or None where the user's environment already names one."""
-        if VARIABLE in self._environ:
+        if CACHE_VARIABLE in self._environ:
             return None
         self._held = triton_default_cache_dir(self._environ)
-        self._environ[VARIABLE] = self._held
+        self._environ[CACHE_VARIABLE] = self._held
         return self._held
 
     def pytest_unconfigure(self) -> None:
@@ -47,6 +47,6 @@ class TritonCacheHeld:
 
     def release(self) -> None:
         """Unset the variable again, unless something else has changed it since."""
-        if self._held is not None and self._environ.get(VARIABLE) == self._held:
-            del self._environ[VARIABLE]
+        if self._held is not None and self._environ.get(CACHE_VARIABLE) == self._held:
+            del self._environ[CACHE_VARIABLE]
         self._held = None
