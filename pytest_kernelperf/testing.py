@@ -9,7 +9,8 @@ In a conftest.py::
         return ScriptedTimer()
 
 Then each timed function states its own time: ``kernel.fake_ms = 1.0``, or one per measurement of it in
-the process, the last repeated: ``kernel.fake_ms = [1.2, 1.0]``. A measurement is the
+the process, the last repeated: ``kernel.fake_ms = [1.2, 1.0]`` (timed alternating with a reference or
+another revision, each round is a measurement of its own). A measurement is the
 plan's rounds; each round draws its own level, ``fake_ms * exp(N(0, round_sd))``, and its samples are
 that level with a small jitter, mirrored in pairs so that a round's midmean is its level. Every
 draw is seeded (by the label, KERNELPERF_SCRIPTED_SEED, the

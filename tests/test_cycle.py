@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from conftest import Project
+
+from pytest_kernelperf.kernel_bench import _measured_twice
+from pytest_kernelperf.model.result import BenchResult, Comparison, Verdict
 
 
 def test_update_writes_a_baseline_then_unchanged_passes(project: Project) -> None:
@@ -135,9 +139,8 @@ def test_a_slower_first_measurement_not_slower_again_passes_judged_on_the_second
     result.stdout.fnmatch_lines(["*1 same*"])
     (entry,) = json.loads((project.pytester.path / "run.json").read_text())["results"]
     assert entry["verdict"] == "same"
-    assert (
-        "measured twice: +20.0% (slower), then +0.0% (not confirmed, judged on the second)" in entry["notes"]
-    )
+    note = "measured twice: +20.0% (slower), then +0.0% (same: not confirmed, judged on the second)"
+    assert note in entry["notes"]
 
 
 def test_a_slowdown_measured_again_fails_with_both_readings(project: Project) -> None:
@@ -147,4 +150,62 @@ def test_a_slowdown_measured_again_fails_with_both_readings(project: Project) ->
     result.assert_outcomes(failed=1)
     (entry,) = json.loads((project.pytester.path / "run.json").read_text())["results"]
     assert entry["verdict"] == "slower"
-    assert "measured twice: +20.0% (slower), then +20.0% (confirmed)" in entry["notes"]
+    assert "measured twice: +20.0% (slower), then +20.0% (slower: confirmed)" in entry["notes"]
+
+
+def test_an_update_records_its_one_measurement_without_measuring_again(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.module(WANDERING_ONCE)
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
+    monkeypatch.setenv("FAKE_FIRST_MS", "1.2")
+    project.run("--kernelperf-update-baselines", "--kernelperf-json=run.json").assert_outcomes(passed=1)
+    (entry,) = json.loads((project.pytester.path / "run.json").read_text())["results"]
+    assert entry["device_time"]["median_ms"] == pytest.approx(1.2, rel=1e-3)
+    assert not any("measured twice" in note for note in entry["notes"])
+
+
+def test_a_second_measurement_that_is_no_judgement_leaves_the_first_verdict() -> None:
+    first = BenchResult("t.py::test", None, "gpu", Verdict.SLOWER, comparison=Comparison(Verdict.SLOWER, 1.2))
+    throttled = Comparison(Verdict.UNRELIABLE, 1.2, reason="GPU throttled (software power cap)")
+    second = replace(first, verdict=Verdict.UNRELIABLE, comparison=throttled)
+    assert _measured_twice(first, second) == (
+        "measured twice: +20.0% (slower), then +20.0% (unreliable, GPU throttled (software power cap): "
+        "the first measurement's verdict stands)"
+    )
+
+
+# The same, checked against its reference with max_ratio: timed alternating with the reference, each
+# round is a measurement of its own, so the first five rounds are the first measurement.
+WANDERING_ONCE_WITH_MAX_RATIO = """
+import os
+
+import torch
+
+def kernel(x):
+    return x * 2
+
+first = float(os.environ.get("FAKE_FIRST_MS", "0.6"))
+kernel.fake_ms = [first] * 5 + [0.6]
+
+def reference(x):
+    return x + x
+
+reference.fake_ms = 0.5
+
+def test_kernel(kernel_bench):
+    kernel_bench(kernel, torch.linspace(-3, 3, 64), reference=reference, max_ratio=1.5)
+"""
+
+
+def test_max_ratio_is_checked_on_the_measurement_that_decides(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.module(WANDERING_ONCE_WITH_MAX_RATIO)
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
+    monkeypatch.setenv("FAKE_FIRST_MS", "1.2")
+    result = project.run("--kernelperf", "--kernelperf-json=run.json")
+    result.assert_outcomes(passed=1)
+    (entry,) = json.loads((project.pytester.path / "run.json").read_text())["results"]
+    assert entry["verdict"] == "same"
+    assert entry["reference"]["ratio"] == pytest.approx(1.2, rel=1e-3)
