@@ -57,6 +57,8 @@ from pytest_kernelperf.model.baseline import (
 from pytest_kernelperf.model.device import CARD_KEY, DeviceInfo
 from pytest_kernelperf.model.names import HOST_PATH_METHODS
 from pytest_kernelperf.model.result import (
+    JUDGEMENTS,
+    MEASURED_TWICE,
     NOT_JUDGED,
     BenchResult,
     Comparison,
@@ -1120,10 +1122,6 @@ def _not_judged(result: BenchResult, path: Path, cache: str) -> str:
     return f"{result.label} on {result.device} not compared ({result.verdict}): {reason}"
 
 
-# The verdicts that judge a speed: a second measurement with one of these decides.
-JUDGEMENTS = (Verdict.SAME, Verdict.FASTER, Verdict.SLOWER)
-
-
 def _measured_twice(first: BenchResult, second: BenchResult) -> str:
     """The note of a slower verdict measured again: both readings, and which one decided."""
 
@@ -1138,7 +1136,7 @@ def _measured_twice(first: BenchResult, second: BenchResult) -> str:
     else:
         reason = f", {second.comparison.reason}" if second.comparison and second.comparison.reason else ""
         outcome = f"{second.verdict}{reason}: the first measurement's verdict stands"
-    return f"measured twice: {change(first)} (slower), then {change(second)} ({outcome})"
+    return f"{MEASURED_TWICE}{change(first)} (slower), then {change(second)} ({outcome})"
 
 
 def _bind(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Callable[[], Any]:

@@ -136,7 +136,12 @@ def test_a_slower_first_measurement_not_slower_again_passes_judged_on_the_second
     monkeypatch.setenv("FAKE_FIRST_MS", "1.2")
     result = project.run("--kernelperf", "--kernelperf-json=run.json")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*1 same*"])
+    result.stdout.fnmatch_lines(
+        [
+            "test_kernels.py::test_kernel: measured twice: +20.0% (slower), then +0.0% (same: not confirmed*",
+            "*1 same*",
+        ]
+    )
     (entry,) = json.loads((project.pytester.path / "run.json").read_text())["results"]
     assert entry["verdict"] == "same"
     note = "measured twice: +20.0% (slower), then +0.0% (same: not confirmed, judged on the second)"

@@ -40,6 +40,10 @@ class Verdict(str, enum.Enum):
 
 # Verdicts that are not a judgement of speed: under --kernelperf-strict each fails its test.
 NOT_JUDGED = (Verdict.NEW, Verdict.INCOMPARABLE, Verdict.UNRELIABLE)
+# The verdicts that judge a speed: a slower one's second measurement (kernel_bench) decides with one.
+JUDGEMENTS = (Verdict.SAME, Verdict.FASTER, Verdict.SLOWER)
+# How the note of a slower verdict measured again begins (kernel_bench writes it, the summary finds it).
+MEASURED_TWICE = "measured twice: "
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from pytest_kernelperf.formatting import artifact_line, significant
 from pytest_kernelperf.ids import display_name
 from pytest_kernelperf.model.baseline import split_nodeid
 from pytest_kernelperf.model.device import Peak
-from pytest_kernelperf.model.result import BenchResult, Verdict
+from pytest_kernelperf.model.result import MEASURED_TWICE, BenchResult, Verdict
 from pytest_kernelperf.results.throughput import Figures, figures
 from pytest_kernelperf.verdict.memory import memory_text
 from pytest_kernelperf.verdict.shift import device_shifts
@@ -268,6 +268,7 @@ def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | Non
         lines.append(((NEW_NOTE, "dim"),))
     lines.extend(((line, "dim"),) for line in against_lines(results))
     lines.extend(((line, "warn"),) for line in host_lines(results))
+    lines.extend(((line, "warn"),) for line in second_measurement_lines(results))
     lines.extend(((line, "warn"),) for line in shift_lines(results))
     overall = totals(results)
     worst = "bad" if any(_failing(r) for r in results) else ""
@@ -325,6 +326,18 @@ def shift_lines(results: Sequence[BenchResult]) -> list[str]:
             )
         lines.append(line)
     return lines
+
+
+def second_measurement_lines(results: Sequence[BenchResult]) -> list[str]:
+    """One line per call whose first measurement read slower and whose second did not decide so: the
+    test passed on the second, and a level that wanders is worth knowing about."""
+    return [
+        f"{result.label}: {note}"
+        for result in results
+        if result.verdict is not Verdict.SLOWER
+        for note in result.notes
+        if note.startswith(MEASURED_TWICE)
+    ]
 
 
 def host_lines(results: Sequence[BenchResult]) -> list[str]:
@@ -441,7 +454,7 @@ def markdown(
         lines.extend([NEW_NOTE.replace("--", "`--", 1) + "`", ""])
     for line in against_lines(results):
         lines.extend([_md(line), ""])
-    for line in (*host_lines(results), *shift_lines(results)):
+    for line in (*host_lines(results), *second_measurement_lines(results), *shift_lines(results)):
         lines.extend([_md(line), ""])
     if peaks or environment:
         lines.extend(["<details><summary>Environment</summary>", ""])
