@@ -144,8 +144,6 @@ class Pieces:
 
 def instrument(pieces: Pieces) -> None:
     """Wrap the timer's pieces (module attributes the rounds look up at call time)."""
-    import torch
-    from torch.autograd import profiler as autograd_profiler
 
     from pytest_kernelperf.measure import health, placement, timing
 
@@ -194,13 +192,7 @@ def instrument(pieces: Pieces) -> None:
         """The package's profile_device_activity, its session and its reading timed apart, and the
         session read the old way too (through function_events) to compare."""
         with pieces.timed("cupti: session"):
-            torch.cuda.synchronize()
-            with autograd_profiler.profile(use_cpu=False, use_device="cuda", use_kineto=True) as prof:
-                for _ in range(calls):
-                    if flush is not None:
-                        flush()
-                    call()
-                torch.cuda.synchronize()
+            prof = timing.profiled_session(call, calls, flush)
         with pieces.timed("cupti: raw events read"):
             durations = timing.device_durations_us(prof.kineto_results.events())
         with pieces.timed("cupti: function_events read (not paid)"):

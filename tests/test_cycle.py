@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from conftest import Project
@@ -128,12 +129,23 @@ def test_kernel(kernel_bench):
 """
 
 
+def _recorded_then_slower_once(project: Project, monkeypatch: pytest.MonkeyPatch, module: str) -> None:
+    """`module`'s baseline recorded, then its first measurement in a process made 20% slower."""
+    project.module(module)
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
+    monkeypatch.setenv("FAKE_FIRST_MS", "1.2")
+
+
+def _only_result(project: Project) -> dict[str, Any]:
+    """The one result of the run JSON the last run wrote to run.json."""
+    (entry,) = json.loads((project.pytester.path / "run.json").read_text())["results"]
+    return dict(entry)
+
+
 def test_a_slower_first_measurement_not_slower_again_passes_judged_on_the_second(
     project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    project.module(WANDERING_ONCE)
-    project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
-    monkeypatch.setenv("FAKE_FIRST_MS", "1.2")
+    _recorded_then_slower_once(project, monkeypatch, WANDERING_ONCE)
     result = project.run("--kernelperf", "--kernelperf-json=run.json")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
@@ -142,7 +154,7 @@ def test_a_slower_first_measurement_not_slower_again_passes_judged_on_the_second
             "*1 same*",
         ]
     )
-    (entry,) = json.loads((project.pytester.path / "run.json").read_text())["results"]
+    entry = _only_result(project)
     assert entry["verdict"] == "same"
     note = "measured twice: +20.0% (slower), then +0.0% (same: not confirmed, judged on the second)"
     assert note in entry["notes"]
@@ -153,7 +165,7 @@ def test_a_slowdown_measured_again_fails_with_both_readings(project: Project) ->
     project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
     result = project.run("--kernelperf", "--kernelperf-json=run.json", ms=1.2)
     result.assert_outcomes(failed=1)
-    (entry,) = json.loads((project.pytester.path / "run.json").read_text())["results"]
+    entry = _only_result(project)
     assert entry["verdict"] == "slower"
     assert "measured twice: +20.0% (slower), then +20.0% (slower: confirmed)" in entry["notes"]
 
@@ -161,11 +173,9 @@ def test_a_slowdown_measured_again_fails_with_both_readings(project: Project) ->
 def test_an_update_records_its_one_measurement_without_measuring_again(
     project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    project.module(WANDERING_ONCE)
-    project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
-    monkeypatch.setenv("FAKE_FIRST_MS", "1.2")
+    _recorded_then_slower_once(project, monkeypatch, WANDERING_ONCE)
     project.run("--kernelperf-update-baselines", "--kernelperf-json=run.json").assert_outcomes(passed=1)
-    (entry,) = json.loads((project.pytester.path / "run.json").read_text())["results"]
+    entry = _only_result(project)
     assert entry["device_time"]["median_ms"] == pytest.approx(1.2, rel=1e-3)
     assert not any("measured twice" in note for note in entry["notes"])
 
@@ -206,11 +216,9 @@ def test_kernel(kernel_bench):
 def test_max_ratio_is_checked_on_the_measurement_that_decides(
     project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    project.module(WANDERING_ONCE_WITH_MAX_RATIO)
-    project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
-    monkeypatch.setenv("FAKE_FIRST_MS", "1.2")
+    _recorded_then_slower_once(project, monkeypatch, WANDERING_ONCE_WITH_MAX_RATIO)
     result = project.run("--kernelperf", "--kernelperf-json=run.json")
     result.assert_outcomes(passed=1)
-    (entry,) = json.loads((project.pytester.path / "run.json").read_text())["results"]
+    entry = _only_result(project)
     assert entry["verdict"] == "same"
     assert entry["reference"]["ratio"] == pytest.approx(1.2, rel=1e-3)

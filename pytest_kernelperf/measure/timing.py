@@ -619,6 +619,12 @@ def profile_device_activity(
     stack (0.8-1.6 s on an H200 with bytecode cached, 5.5-5.8 s without) in a run that may compile
     nothing (studies/profiler_start.py).
     """
+    return device_durations_us(profiled_session(call, calls, flush).kineto_results.events())
+
+
+def profiled_session(call: Callable[[], object], calls: int, flush: Callable[[], None] | None = None) -> Any:
+    """One CUPTI session of `calls` calls (each after `flush`), ended and synchronized: the autograd
+    profiler, whose events `device_durations_us` reads."""
     import torch
     from torch.autograd import profiler as autograd_profiler
 
@@ -629,7 +635,7 @@ def profile_device_activity(
                 flush()
             call()
         torch.cuda.synchronize()
-    return device_durations_us(prof.kineto_results.events())
+    return prof
 
 
 def device_durations_us(events: Sequence[Any]) -> list[float]:
