@@ -1032,10 +1032,10 @@ class KernelBench:
 
 
 def _environment(timing: Timing, device: DeviceInfo) -> dict[str, str]:
-    """The device's environment and the SM clock read at the end of the measurement."""
+    """The device's environment and the measurement's SM clock (the median after its rounds)."""
     environment = dict(device.environment)
     if timing.health is not None:
-        environment["sm_clock_mhz"] = str(timing.health.end.sm_clock_mhz)
+        environment["sm_clock_mhz"] = str(timing.health.clock_mhz)
     return environment
 
 
@@ -1102,6 +1102,7 @@ def throttling_of(timing: Timing, baseline: BaselineEntry | None = None) -> Thro
         health.throttled_rounds,
         lowest_clock_mhz=health.lowest_clock_mhz or min(health.start.sm_clock_mhz, health.end.sm_clock_mhz),
         baseline_clock_mhz=int(recorded) if recorded and recorded.isdigit() else None,
+        clock_mhz=health.clock_mhz,
     )
 
 
@@ -1116,6 +1117,9 @@ def _not_judged(result: BenchResult, path: Path, cache: str) -> str:
             "`pytest --kernelperf-update-baselines`"
         )
     reason = comparison.reason if comparison else ""
+    if result.verdict is Verdict.UNDETERMINED:
+        change = f" {comparison.change_pct:+.1f}%" if comparison and comparison.change_pct is not None else ""
+        return f"UNDETERMINED: {result.label} on {result.device}{change}: {reason}"
     if result.verdict is Verdict.UNRELIABLE:
         change = f" {comparison.change_pct:+.1f}%" if comparison and comparison.change_pct is not None else ""
         return f"UNRELIABLE: {result.label} on {result.device} not judged{change}: {reason}"

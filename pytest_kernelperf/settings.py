@@ -289,7 +289,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "max_rounds",
-        6,
+        12,
         "a kernel whose rounds disagree (a placement-sensitive one) gets more rounds, up to this many "
         "times the planned rounds, until its level's standard error is half the threshold (0.5%% at least)",
         _positive_int,

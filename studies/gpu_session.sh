@@ -28,6 +28,8 @@
 #                                                      # COST_BASELINES; its verdicts recorded and judged here
 #   OUT=out bash studies/gpu_session.sh throttle       # power-capped rounds, the MLP's weights, a
 #                                                      # cProfiled judged run (COST_BASELINES)
+#   OUT=out bash studies/gpu_session.sh verdicts       # example baselines recorded and judged; power-capped
+#                                                      # GEMMs (studies/power_capped.py); the verdict study
 #   OUT=out bash studies/gpu_session.sh first-call-probe  # Triton first calls in kernel_bench: alone,
 #                                                      # after the compiled test (COST_BASELINES)
 # Everything lands under $OUT/work as it is measured and is packed into $OUT/<part>.tgz at the end (or
@@ -243,6 +245,21 @@ first-measurement)
 history)
     step real_history "${HISTORY_LIMIT_S:-300}" python3 studies/history/real_history.py --out "$W" \
         --commits 16 --budget-s "${HISTORY_BUDGET_S:-230}"
+    ;;
+verdicts)
+    # The example baselines recorded on this card and judged once; power-capped GEMMs unchanged and
+    # slowed; the scoring suite recorded (one process, the default) and judged by fresh processes
+    # (JUDGE_ONLY: judge another card's baselines as well, in studies/verdict_study.py's way).
+    nvidia-smi -L | tee -a "$SUMMARY"
+    step examples_record "${EXAMPLES_LIMIT_S:-130}" python3 -m pytest --kernelperf-update-baselines \
+        example_kernels $P --kernelperf-json="$W/examples_record.json"
+    cp baselines/example_kernels/test_gelu.yaml "$W/test_gelu.yaml"
+    step examples_compare 40 python3 -m pytest --kernelperf example_kernels $P \
+        --kernelperf-json="$W/examples_compare.json"
+    step power_capped "${POWER_LIMIT_S:-120}" python3 studies/power_capped.py --out "$W" \
+        --budget-s "${POWER_BUDGET_S:-100}"
+    step verdict_study "${VERDICT_LIMIT_S:-290}" python3 studies/verdict_study.py --out "$W" \
+        --record-processes 1 --budget-s "${VERDICT_BUDGET_S:-260}"
     ;;
 *)
     echo "unknown part $part" >&2

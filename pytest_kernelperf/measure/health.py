@@ -38,6 +38,15 @@ class Health:
     kept_reasons: tuple[str, ...] = ()  # throttle reasons of kept rounds between start and end
     throttled_rounds: int = 0  # kept rounds with a throttle reason
     lowest_clock_mhz: int | None = None
+    # The SM clock read right after each round kept, while the clock still holds the load's level.
+    round_clocks_mhz: tuple[int, ...] = ()
+
+    @property
+    def clock_mhz(self) -> int:
+        """The measurement's clock: the median of the readings after its rounds (the end reading
+        where there are none)."""
+        clocks = sorted(self.round_clocks_mhz) or [self.end.sm_clock_mhz]
+        return clocks[len(clocks) // 2]
 
     @property
     def throttled(self) -> tuple[str, ...]:
@@ -72,6 +81,7 @@ def combine(rounds: list[Health]) -> Health:
         kept_reasons=tuple(dict.fromkeys(r for h in throttled for r in h.throttled)),
         throttled_rounds=sum(h.throttled_rounds or 1 for h in throttled),
         lowest_clock_mhz=min(min(h.start.sm_clock_mhz, h.end.sm_clock_mhz) for h in rounds),
+        round_clocks_mhz=tuple(c for h in rounds for c in (h.round_clocks_mhz or (h.end.sm_clock_mhz,))),
     )
 
 

@@ -31,6 +31,7 @@ class Verdict(str, enum.Enum):
     NEW = "new"  # no baseline for this device and mode
     INCOMPARABLE = "incomparable"  # a baseline exists but was measured another way
     UNRELIABLE = "unreliable"  # the measurement itself cannot be trusted (throttling)
+    UNDETERMINED = "undetermined"  # judged, but the test could not see a change that matters
     CHECKED = "checked"  # correctness only, no timing
     MISMATCH = "mismatch"  # the output differs from the reference's: not timed
 
@@ -39,7 +40,7 @@ class Verdict(str, enum.Enum):
 
 
 # Verdicts that are not a judgement of speed: under --kernelperf-strict each fails its test.
-NOT_JUDGED = (Verdict.NEW, Verdict.INCOMPARABLE, Verdict.UNRELIABLE)
+NOT_JUDGED = (Verdict.NEW, Verdict.INCOMPARABLE, Verdict.UNRELIABLE, Verdict.UNDETERMINED)
 # The verdicts that judge a speed: a slower one's second measurement (kernel_bench) decides with one.
 JUDGEMENTS = (Verdict.SAME, Verdict.FASTER, Verdict.SLOWER)
 # How the note of a slower verdict measured again begins (kernel_bench writes it, the summary finds it).
@@ -55,10 +56,23 @@ class Throttling:
     rounds: int = 0  # throttled rounds kept
     lowest_clock_mhz: int | None = None  # the lowest SM clock read around the rounds kept
     baseline_clock_mhz: int | None = None  # the SM clock the baseline recorded
+    clock_mhz: int | None = None  # this measurement's SM clock: the median read after each round kept
+
+    def clock_ratio(self) -> float | None:
+        """The baseline's clock over this measurement's, where both are known: the factor by which a
+        clock-bound kernel's time moves with the clock alone. A kernel at the power cap in its baseline
+        too reads about 1, however far the clock sits below its peak."""
+        if self.clock_mhz and self.baseline_clock_mhz:
+            return self.baseline_clock_mhz / self.clock_mhz
+        return None
 
     def clock_slowdown(self) -> float | None:
-        """The slowdown the recorded clocks account for: the drop within this measurement, or this
-        measurement's lowest clock against the baseline's; None where no clock fell."""
+        """The slowdown the recorded clocks account for: against the baseline's clock where it is
+        known, else the drop within this measurement (or its lowest clock against the baseline's);
+        None where no clock fell."""
+        ratio = self.clock_ratio()
+        if ratio is not None:
+            return ratio - 1 if ratio > 1 else None
         found = []
         if self.clock_drop is not None and 0 < self.clock_drop < 1:
             found.append(self.clock_drop / (1 - self.clock_drop))

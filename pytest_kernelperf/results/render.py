@@ -34,6 +34,7 @@ VERDICT_STYLE = {
     Verdict.MISMATCH: "bad",
     Verdict.FASTER: "good",
     Verdict.UNRELIABLE: "warn",
+    Verdict.UNDETERMINED: "warn",
     Verdict.INCOMPARABLE: "warn",
 }
 # Verdicts of calls that were not timed: their rows carry no device, timer or cache.
@@ -49,6 +50,7 @@ TOTAL_ORDER = (
     Verdict.NEW,
     Verdict.INCOMPARABLE,
     Verdict.UNRELIABLE,
+    Verdict.UNDETERMINED,
     Verdict.CHECKED,
 )
 

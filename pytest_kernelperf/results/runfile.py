@@ -134,6 +134,9 @@ def _throttling(throttling: Throttling | None) -> dict[str, Any] | None:
         "reasons": list(throttling.reasons),
         "clock_drop": throttling.clock_drop,
         "rounds": throttling.rounds,
+        "lowest_clock_mhz": throttling.lowest_clock_mhz,
+        "baseline_clock_mhz": throttling.baseline_clock_mhz,
+        "clock_mhz": throttling.clock_mhz,
     }
 
 
@@ -490,6 +493,9 @@ def _throttling_from(reader: _Reader | None) -> Throttling | None:
         reasons=reader.texts("reasons"),
         clock_drop=reader.number("clock_drop", optional=True),
         rounds=reader.whole("rounds", optional=True) or 0,
+        lowest_clock_mhz=reader.whole("lowest_clock_mhz", optional=True),
+        baseline_clock_mhz=reader.whole("baseline_clock_mhz", optional=True),
+        clock_mhz=reader.whole("clock_mhz", optional=True),
     )
 
 

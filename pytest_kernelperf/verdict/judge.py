@@ -66,6 +66,8 @@ class Rounds:
     process_rounds: tuple[int, ...] = ()  # rounds of each recording process; (): one process
     step_ms: float | None = None  # the timer's step as seen in the samples
     card: str | None = None  # the GPU's identity (its UUID) where known
+    # How many of the processes each recording occasion ran, in order; (): one occasion.
+    occasion_processes: tuple[int, ...] = ()
 
     @classmethod
     def stored(
@@ -100,6 +102,10 @@ class Rounds:
     @property
     def processes(self) -> list[tuple[float, ...]]:
         return prior_mod.groups(self.rounds_ms, self.process_rounds)
+
+    @property
+    def occasion_count(self) -> int:
+        return max(1, len(self.occasion_processes))
 
     @property
     def level_ms(self) -> float:
@@ -158,21 +164,15 @@ def judge(
             f"with the prior noise; {UPDATE_HINT}"
         )
     ratio = test.ratio
-    slower = test.p_slower < test.level and ratio > 1 + threshold
-    faster = test.p_faster < test.level and ratio < 1 / (1 + threshold)
-    verdict = Verdict.SLOWER if slower else Verdict.FASTER if faster else Verdict.SAME
+    verdict = _verdict(test, threshold)
     if throttling is not None:
-        # A lower clock only ever makes a run look slower: it cannot hide a slowdown, so only a
-        # "slower" that the recorded clocks could explain is left unjudged.
-        if verdict is Verdict.SLOWER and throttling_explains(throttling, ratio):
-            verdict = Verdict.UNRELIABLE
-            notes.insert(0, f"{throttling.describe()}: a change of {ratio - 1:+.1%} may be the clock's")
-        elif verdict is Verdict.SLOWER:
-            notes.insert(0, f"{throttling.describe()}, which cannot explain a change of {ratio - 1:+.1%}")
-        else:
-            notes.insert(0, f"{throttling.describe()}; no slowdown despite it")
+        verdict, note = _throttled(verdict, test, threshold, throttling)
+        notes.insert(0, note)
     elif verdict is Verdict.SAME and ratio > 1 + threshold:
         notes.append("beyond the threshold, not significant")
+    verdict, note = undetermined(verdict, test.detectable, threshold)
+    if note:
+        notes.append(note)
     return Comparison(
         verdict,
         ratio=ratio,
@@ -190,6 +190,74 @@ def judge(
         threshold=threshold,
         alpha=alpha,
         planned_judgements=planned,
+    )
+
+
+def _verdict(test: RoundTest, threshold: float) -> Verdict:
+    """"slower" or "faster" need the evidence at the test's level AND the ratio beyond the floor."""
+    if test.p_slower < test.level and test.ratio > 1 + threshold:
+        return Verdict.SLOWER
+    if test.p_faster < test.level and test.ratio < 1 / (1 + threshold):
+        return Verdict.FASTER
+    return Verdict.SAME
+
+
+def _throttled(
+    verdict: Verdict, test: RoundTest, threshold: float, throttling: Throttling
+) -> tuple[Verdict, str]:
+    """A throttled measurement's verdict and the note that says why. A lower clock only ever makes a
+    run look slower: it cannot hide a slowdown, so only a "slower" is ever left unjudged, and only
+    where the clocks account for it. Where the baseline's clock is known the change is judged again
+    in SM cycles (time x clock, at the baseline's clock): a slowdown the cycles also show is the
+    code's, whatever the clock did; one the cycles do not show is the clock's (`unreliable`). A kernel
+    at the power cap in its baseline too runs at the same clock, so its slowdowns are judged."""
+    ratio = test.ratio
+    described = throttling.describe()
+    if verdict is not Verdict.SLOWER:
+        return verdict, f"{described}; no slowdown despite it"
+    clock_ratio = throttling.clock_ratio()
+    if clock_ratio is not None:
+        cycles = _t_test(
+            math.log(ratio / clock_ratio), test.se, test.df, test.level, test.sd, test.source
+        )
+        at = f"at {throttling.clock_mhz} MHz against the baseline's {throttling.baseline_clock_mhz} MHz"
+        if _verdict(cycles, threshold) is Verdict.SLOWER:
+            return Verdict.SLOWER, f"{described}; {at} the SM cycles are {cycles.ratio - 1:+.1%} too"
+        return Verdict.UNRELIABLE, (
+            f"{described}: {at} the SM cycles changed {cycles.ratio - 1:+.1%}, within the noise, so a "
+            f"change of {ratio - 1:+.1%} in time may be the clock's"
+        )
+    if throttling_explains(throttling, ratio):
+        return Verdict.UNRELIABLE, f"{described}: a change of {ratio - 1:+.1%} may be the clock's"
+    return Verdict.SLOWER, f"{described}, which cannot explain a change of {ratio - 1:+.1%}"
+
+
+# A `same` means the test could have seen a change that matters. Where the smallest slowdown it
+# detects (with POWER) lies beyond this many times the threshold, and beyond UNDETERMINED_FLOOR, it
+# could not: the verdict is `undetermined`, with the remedy. At the default 0.5% threshold the bar
+# is 10%: on four H200s the A/A judgements of ordinary kernels detected 1-8% (median 5%), a
+# placement-sensitive histogram 15-43%, a loaded CPU 700%.
+UNDETERMINED_FACTOR = 4.0
+UNDETERMINED_FLOOR = 0.10
+UNDETERMINED_REMEDY = (
+    "more rounds (--kernelperf-rounds), pairs with the code it replaces (--kernelperf-against), or a "
+    "quieter machine"
+)
+
+
+def undetermined_beyond(threshold: float) -> float:
+    """The smallest detectable slowdown beyond which a `same` is `undetermined`."""
+    return max(UNDETERMINED_FACTOR * threshold, UNDETERMINED_FLOOR)
+
+
+def undetermined(verdict: Verdict, detectable: float, threshold: float) -> tuple[Verdict, str]:
+    """`same` turned `undetermined` where the test could not have seen a change that matters."""
+    bar = undetermined_beyond(threshold)
+    if verdict is not Verdict.SAME or not detectable > bar:
+        return verdict, ""
+    return Verdict.UNDETERMINED, (
+        f"undetermined: the smallest slowdown this test detects is {detectable:.1%}, beyond {bar:.0%}; "
+        f"for a verdict: {UNDETERMINED_REMEDY}"
     )
 
 
@@ -212,6 +280,7 @@ class RoundTest:
     df: float
     source: str
     detectable: float  # smallest relative slowdown detected with POWER
+    se: float = 0.0  # the standard error of the log ratio
     process: ProcessNoise | None = None  # the between-process part, when the test has one
 
 
@@ -221,6 +290,8 @@ class RoundTest:
 # about +1.1%, SD 1.22% (docs/measurement.md, "Cards").
 CARD_LEVEL_SD = 0.012
 CARD_LEVEL_DF = 37.0  # its degrees of freedom: 38 kernels' offsets
+# The degrees of freedom of a variance that is known rather than estimated (the timer's step).
+KNOWN_DF = 1e4
 
 
 def round_test(
@@ -259,9 +330,11 @@ def round_test(
     if spread is not None:
         pieces.append((spread[0] - s2 * inverse / n_processes, spread[1]))
         seen.append(f"{n_processes} recording processes")
+    tau2 = noise.occasion_level_sd(base_level, current.method) ** 2
     learnt = prior_mod.history_variance(history) if history else None
     if learnt is not None:
-        pieces.append(learnt)
+        # Past runs are occasions of their own: their spread holds the occasion term too.
+        pieces.append((learnt[0] - tau2, learnt[1]))
         seen.append(f"{len(history or ())} past runs")
     df_process = math.fsum(df for _, df in pieces)
     sp2 = max(math.fsum(v * df for v, df in pieces) / df_process, 0.0)
@@ -277,15 +350,26 @@ def round_test(
     quantised = (step / base_level) ** 2 / 12
     if quantised > sp2 and (round_var if own_df else s2) < quantised / 4:
         sp2 = quantised
+        df_process = KNOWN_DF  # the step is known, not estimated
         source += f"; raised to {math.sqrt(quantised):.2%} by the timer's {step * 1e6:.3g} ns step"
     process_part = sp2 * (1 + 1 / n_processes)
+    # The run is an occasion of its own; the baseline's processes share theirs.
+    occasion_part = tau2 * (1 + 1 / baseline.occasion_count)
+    if occasion_part:
+        source += (
+            f"; plus {math.sqrt(tau2):.2%} between occasions "
+            f"({baseline.occasion_count} recording occasion{'s' if baseline.occasion_count > 1 else ''})"
+        )
     card_part = 0.0
     if current.card and baseline.card and current.card != baseline.card:
         card_part = CARD_LEVEL_SD**2
         source += f"; plus {CARD_LEVEL_SD:.2%} for a baseline from another GPU"
-    variance = round_part + process_part + card_part
+    variance = round_part + process_part + occasion_part + card_part
     df = variance**2 / (
-        round_part**2 / df_rounds + process_part**2 / df_process + card_part**2 / CARD_LEVEL_DF
+        round_part**2 / df_rounds
+        + process_part**2 / df_process
+        + occasion_part**2 / noise.OCCASION_DF
+        + card_part**2 / CARD_LEVEL_DF
     )
     own = f"this kernel's {len(current.rounds_ms) + len(baseline.rounds_ms)} rounds, shrunk toward "
     test = _t_test(
@@ -313,6 +397,7 @@ def _t_test(d: float, se: float, df: float, level: float, sd: float, source: str
         df=df,
         source=source,
         detectable=math.exp((critical + power) * se) - 1,
+        se=se,
     )
 
 
@@ -352,6 +437,7 @@ def paired_test(
     test = _t_test(mean - math.log(limit), se, df, level, math.sqrt(variance / 2), source)
     # _t_test saw the difference from the limit; report the ratio itself.
     return RoundTest(
+        se=se,
         ratio=math.exp(mean),
         ratio_ci=(test.ratio_ci[0] * limit, test.ratio_ci[1] * limit),
         p_slower=test.p_slower,
@@ -381,15 +467,15 @@ def judge_paired(
     beyond the practical floor. No between-process part: both sides share the process."""
     planned = max(1, planned_judgements)
     test = paired_test(current_ms, base_ms, device, method, 1.0, alpha / planned, prior)
-    slower = test.p_slower < test.level and test.ratio > 1 + threshold
-    faster = test.p_faster < test.level and test.ratio < 1 / (1 + threshold)
-    verdict = Verdict.SLOWER if slower else Verdict.FASTER if faster else Verdict.SAME
+    verdict = _verdict(test, threshold)
     beyond = verdict is Verdict.SAME and test.ratio > 1 + threshold
+    verdict, note = undetermined(verdict, test.detectable, threshold)
+    reasons = ["beyond the threshold, not significant"] if beyond else []
     return Comparison(
         verdict,
         ratio=test.ratio,
         p_value=test.p_faster if test.ratio < 1 else test.p_slower,
-        reason="beyond the threshold, not significant" if beyond else "",
+        reason="; ".join([*reasons, note] if note else reasons),
         ratio_ci=test.ratio_ci,
         level=test.level,
         noise_sd=test.sd,

@@ -33,6 +33,32 @@ PROCESS_LEVEL_SD: tuple[tuple[float, float], ...] = (
 )
 
 
+# Between-occasion component (relative SD), by per-call time: an occasion is one machine at one
+# sitting (a CI job, a recording session). Processes run back to back on one machine share its state
+# (clocks, temperature, the driver's and allocator's warm state), so the spread among a baseline's
+# recording processes cannot see it, and a run on another occasion differs from the baseline by it
+# twice (once for each side's occasion). Fitted to the A/A studies of 2026-12-01 and 2026-12-02 (four
+# H200s, 974 judgements: docs/measurement.md, "Occasions"), then checked on fresh cards.
+OCCASION_LEVEL_SD: tuple[tuple[float, float], ...] = (
+    # (upper bound of the class in ms, relative SD)
+    (1e-2, 0.0),
+    (1e-1, 0.002),
+    (math.inf, 0.004),
+)
+# Its weight in degrees of freedom. Occasion offsets differ from kernel to kernel far more than one
+# SD allows (on those cards 7 of 40 kernels carried most of them): a heavy-tailed t with few degrees
+# of freedom keeps the tail calibrated where a normal one with the bulk's SD raised false alarms.
+OCCASION_DF = 4.0
+
+
+def occasion_level_sd(level_ms: float, method: str = "cupti") -> float:
+    """The between-occasion SD (relative) of a measurement taking `level_ms` per call; host clocks'
+    process term already spans far more than any occasion moves them."""
+    if method in HOST_METHODS:
+        return 0.0
+    return next(sd for upper, sd in OCCASION_LEVEL_SD if level_ms < upper)
+
+
 # Host clocks (CUDA events around each call, the wall clock) time the launch path and the host's
 # scheduler: on the same H200 A/A study the host latency of one process against another's had a log
 # ratio SD of 0.41 (ratios 0.13 to 1.73), so a host-latency warning needs a change beyond that.
