@@ -57,7 +57,6 @@ from pytest_kernelperf.model.baseline import (
 from pytest_kernelperf.model.device import CARD_KEY, DeviceInfo
 from pytest_kernelperf.model.names import HOST_PATH_METHODS
 from pytest_kernelperf.model.result import (
-    JUDGEMENTS,
     MEASURED_TWICE,
     NOT_JUDGED,
     BenchResult,
@@ -65,6 +64,7 @@ from pytest_kernelperf.model.result import (
     Found,
     MemoryCheck,
     RatioCheck,
+    Reading,
     RevisionCheck,
     Throttling,
     Verdict,
@@ -83,6 +83,7 @@ from pytest_kernelperf.verdict.judgement import (
     judge_measurement,
     judge_pair,
     pairs_needed,
+    remeasure_wanted,
 )
 from pytest_kernelperf.verdict.memory import judge_memory, memory_message
 from pytest_kernelperf.verdict.prior import NoisePrior, groups, within_variance
@@ -638,19 +639,21 @@ class KernelBench:
             result = self._judge(timing, baseline, device, name, path, nbytes, flops)
             if base is not None:
                 result = self._judge_pair(result, timing, base, base_timing, device)
-        if result.verdict is Verdict.SLOWER and base is None and not self.settings.update:
-            # Measured again before it fails (docs/measurement.md#verdicts): the second measurement
-            # decides where it is a judgement; a throttled one does not excuse the first.
+        if base is None and not self.settings.update and remeasure_wanted(result.comparison):
+            # Measured again, and both measurements' rounds judged as one (docs/measurement.md#verdicts).
             assert timer is not None
             again, reference_again = self._measured_again(timer, target, others.get("reference"), plan, name)
             with self._clock.phase("judge"):
-                second = self._judge(again, baseline, device, name, path, nbytes, flops)
-                first = result
-                if second.verdict in JUDGEMENTS:
-                    timing, result = again, second
-                    if versus is not None and reference_again is not None:
-                        ratio = self._ratio_check(again, reference_again, device, versus[2])
-                result = replace(result, notes=(*result.notes, _measured_twice(first, second)))
+                alone = self._judge(again, baseline, device, name, path, nbytes, flops)
+                first, timing = result, merge_rounds([timing, again])
+                result = self._judge(timing, baseline, device, name, path, nbytes, flops)
+                if versus is not None and reference is not None and reference_again is not None:
+                    reference = merge_rounds([reference, reference_again])
+                    ratio = self._ratio_check(timing, reference, device, versus[2])
+                readings = (_reading(first), _reading(alone))
+                result = replace(
+                    result, readings=readings, notes=(*result.notes, _measured_twice(readings, result))
+                )
         drawn = len(timing.device_time.round_locations_ms) if placements is not None else 0
         if placements is not None:
             notes += (*placements.notes, *_placement_notes(timing.device_time))
@@ -1126,21 +1129,17 @@ def _not_judged(result: BenchResult, path: Path, cache: str) -> str:
     return f"{result.label} on {result.device} not compared ({result.verdict}): {reason}"
 
 
-def _measured_twice(first: BenchResult, second: BenchResult) -> str:
-    """The note of a slower verdict measured again: both readings, and which one decided."""
+def _reading(result: BenchResult) -> Reading:
+    comparison = result.comparison
+    return Reading(result.verdict, comparison.ratio if comparison else None, len(result.rounds_ms))
 
-    def change(result: BenchResult) -> str:
-        pct = result.comparison.change_pct if result.comparison else None
-        return f"{pct:+.1f}%" if pct is not None else "no change figure"
 
-    if second.verdict is Verdict.SLOWER:
-        outcome = "slower: confirmed"
-    elif second.verdict in JUDGEMENTS:
-        outcome = f"{second.verdict}: not confirmed, judged on the second"
-    else:
-        reason = f", {second.comparison.reason}" if second.comparison and second.comparison.reason else ""
-        outcome = f"{second.verdict}{reason}: the first measurement's verdict stands"
-    return f"{MEASURED_TWICE}{change(first)} (slower), then {change(second)} ({outcome})"
+def _measured_twice(readings: Sequence[Reading], pooled: BenchResult) -> str:
+    """The note of a call measured twice: each measurement alone, and the pooled verdict."""
+    pct = pooled.comparison.change_pct if pooled.comparison else None
+    change = f"{pct:+.1f}%" if pct is not None else "no change figure"
+    each = ", then ".join(r.describe() for r in readings)
+    return f"{MEASURED_TWICE}{each}; judged on both pooled: {change} ({pooled.verdict})"
 
 
 def _bind(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Callable[[], Any]:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import Any
 
 import pytest
 from conftest import Project
 
 from pytest_kernelperf.kernel_bench import _measured_twice
-from pytest_kernelperf.model.result import BenchResult, Comparison, Verdict
+from pytest_kernelperf.model.result import BenchResult, Comparison, Reading, Verdict
 
 
 def test_update_writes_a_baseline_then_unchanged_passes(project: Project) -> None:
@@ -34,7 +33,7 @@ def test_four_times_slower_fails_with_regression(project: Project) -> None:
             "*performance regression in test_kernels.py::test_kernel*"
             "4* ms vs baseline * ms (+300.0%, practical floor 0.5%)*",
             "*evidence: ratio 4.0000 (98% CI *-*); p=* against level 0.01 (alpha 0.01 over 1 judgement); "
-            "round noise SD *; smallest detectable slowdown *; this run's 5 rounds *",
+            "round noise SD *; smallest detectable slowdown *; this run's 10 rounds *",
             "*baselines*test_kernels.yaml*",
             "*pytest --kernelperf-update-baselines*",
         ]
@@ -142,22 +141,40 @@ def _only_result(project: Project) -> dict[str, Any]:
     return dict(entry)
 
 
-def test_a_slower_first_measurement_not_slower_again_passes_judged_on_the_second(
+def test_a_transient_slowdown_passes_judged_on_both_measurements_pooled(
     project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # +20% in the first measurement, -17% in the second: pooled, the level has not moved.
     _recorded_then_slower_once(project, monkeypatch, WANDERING_ONCE)
-    result = project.run("--kernelperf", "--kernelperf-json=run.json")
+    result = project.run("--kernelperf", "--kernelperf-json=run.json", ms=1 / 1.2)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "test_kernels.py::test_kernel: measured twice: +20.0% (slower), then +0.0% (same: not confirmed*",
-            "*1 same*",
+            "test_kernels.py::test_kernel: measured twice: +20.0% (slower, 5 rounds), then -16.7% (faster, "
+            "5 rounds); judged on both pooled: +0.0% (undetermined)",
+            "*1 undetermined*",
         ]
     )
     entry = _only_result(project)
-    assert entry["verdict"] == "same"
-    note = "measured twice: +20.0% (slower), then +0.0% (same: not confirmed, judged on the second)"
-    assert note in entry["notes"]
+    # Rounds 20% apart leave the pooled level too uncertain to call "same": the test could not tell.
+    assert entry["verdict"] == "undetermined"
+    readings = entry["device_time"]["readings"]
+    assert [r["verdict"] for r in readings] == ["slower", "faster"]
+    assert [r["rounds"] for r in readings] == [5, 5]
+    assert readings[0]["ratio"] == pytest.approx(1.2, rel=1e-3)
+    assert len(entry["device_time"]["rounds_ms"]) == 10  # both measurements' rounds are kept
+
+
+def test_a_slower_then_faster_reading_is_not_judged_faster(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A level that read +30%, then -30%, is noise: neither reading alone decides.
+    _recorded_then_slower_once(project, monkeypatch, WANDERING_ONCE)
+    monkeypatch.setenv("FAKE_FIRST_MS", "1.3")
+    project.run("--kernelperf", "--kernelperf-json=run.json", ms=0.7).assert_outcomes(passed=1)
+    entry = _only_result(project)
+    assert entry["verdict"] != "faster"
+    assert [r["verdict"] for r in entry["device_time"]["readings"]] == ["slower", "faster"]
 
 
 def test_a_slowdown_measured_again_fails_with_both_readings(project: Project) -> None:
@@ -167,7 +184,11 @@ def test_a_slowdown_measured_again_fails_with_both_readings(project: Project) ->
     result.assert_outcomes(failed=1)
     entry = _only_result(project)
     assert entry["verdict"] == "slower"
-    assert "measured twice: +20.0% (slower), then +20.0% (slower: confirmed)" in entry["notes"]
+    assert (
+        "measured twice: +20.0% (slower, 5 rounds), then +20.0% (slower, 5 rounds); judged on both "
+        "pooled: +20.0% (slower)"
+    ) in entry["notes"]
+    assert [r["verdict"] for r in entry["device_time"]["readings"]] == ["slower", "slower"]
 
 
 def test_an_update_records_its_one_measurement_without_measuring_again(
@@ -178,15 +199,17 @@ def test_an_update_records_its_one_measurement_without_measuring_again(
     entry = _only_result(project)
     assert entry["device_time"]["median_ms"] == pytest.approx(1.2, rel=1e-3)
     assert not any("measured twice" in note for note in entry["notes"])
+    assert entry["device_time"]["readings"] == []
 
 
-def test_a_second_measurement_that_is_no_judgement_leaves_the_first_verdict() -> None:
-    first = BenchResult("t.py::test", None, "gpu", Verdict.SLOWER, comparison=Comparison(Verdict.SLOWER, 1.2))
-    throttled = Comparison(Verdict.UNRELIABLE, 1.2, reason="GPU throttled (software power cap)")
-    second = replace(first, verdict=Verdict.UNRELIABLE, comparison=throttled)
-    assert _measured_twice(first, second) == (
-        "measured twice: +20.0% (slower), then +20.0% (unreliable, GPU throttled (software power cap): "
-        "the first measurement's verdict stands)"
+def test_the_note_of_a_call_measured_twice_gives_each_reading_and_the_pooled_verdict() -> None:
+    readings = (Reading(Verdict.SLOWER, 1.2, 5), Reading(Verdict.UNRELIABLE, 1.2, 5))
+    pooled = BenchResult(
+        "t.py::test", None, "gpu", Verdict.SLOWER, comparison=Comparison(Verdict.SLOWER, 1.2)
+    )
+    assert _measured_twice(readings, pooled) == (
+        "measured twice: +20.0% (slower, 5 rounds), then +20.0% (unreliable, 5 rounds); judged on both "
+        "pooled: +20.0% (slower)"
     )
 
 
@@ -216,9 +239,13 @@ def test_kernel(kernel_bench):
 def test_max_ratio_is_checked_on_the_measurement_that_decides(
     project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Rounds 2.4x, then 1.2x the reference's: the ratio is checked on both measurements pooled, as
+    # the verdict is (their level +41% on the baseline's: slower); pooled, 1.7x is not significantly
+    # beyond max_ratio=1.5 with rounds that far apart.
     _recorded_then_slower_once(project, monkeypatch, WANDERING_ONCE_WITH_MAX_RATIO)
     result = project.run("--kernelperf", "--kernelperf-json=run.json")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(failed=1)
     entry = _only_result(project)
-    assert entry["verdict"] == "same"
-    assert entry["reference"]["ratio"] == pytest.approx(1.2, rel=1e-3)
+    assert entry["verdict"] == "slower"
+    assert entry["reference"]["ratio"] == pytest.approx((2.4 * 1.2) ** 0.5, rel=1e-3)
+    assert not entry["reference"]["exceeded"]

@@ -35,7 +35,7 @@ def verdict_of(current: Rounds, baseline: Rounds | None, **kwargs: object) -> Ve
 
 @pytest.mark.parametrize(
     ("level", "verdict"),
-    [(0.130, Verdict.SAME), (0.1313, Verdict.SLOWER), (0.260, Verdict.SLOWER), (0.125, Verdict.FASTER)],
+    [(0.130, Verdict.SAME), (0.1339, Verdict.SLOWER), (0.260, Verdict.SLOWER), (0.125, Verdict.FASTER)],
 )
 def test_verdicts_of_a_130_us_kernel(level: float, verdict: Verdict) -> None:
     assert verdict_of(rounds(level, 1, 5), rounds(0.130, 2, 8)) is verdict
@@ -331,12 +331,15 @@ def test_recording_processes_that_agree_narrow_the_between_process_noise() -> No
     settings = {"device": DEVICE, "threshold": 0.005, "alpha": 0.01, "planned_judgements": 40}
     alone = judge(current, one, **settings)  # type: ignore[arg-type]
     several = judge(current, quiet, **settings)  # type: ignore[arg-type]
-    assert alone.verdict is Verdict.SAME and several.verdict is Verdict.SLOWER
     assert several.process_sd is not None and alone.process_sd is not None
-    assert several.process_sd < alone.process_sd
+    assert several.process_sd < 0.9 * alone.process_sd
     assert several.detectable is not None and alone.detectable is not None
-    assert several.detectable < 0.6 * alone.detectable
+    assert several.detectable < alone.detectable
     assert "5 recording processes, shrunk toward 0.15% built in" in several.process_source
+    # Processes recorded back to back share their occasion: they cannot narrow its term, and +1% on a
+    # 130 us kernel stays beyond what one recording occasion lets a run see.
+    assert "plus 0.50% between occasions (1 recording occasion)" in several.process_source
+    assert several.verdict is Verdict.SAME
 
 
 def test_recording_processes_that_disagree_widen_it() -> None:
@@ -423,7 +426,9 @@ def test_too_short_a_history_leaves_the_class_value() -> None:
     few = history_runs(0.05, 0.0005, noise.HISTORY_MIN_RUNS - 1)
     assert prior.history_variance(few) is None
     result = verdict_comparison(few)
-    assert result.process_source == "0.30% built in for 10 us-100 us kernels"
+    assert result.process_source == (
+        "0.30% built in for 10 us-100 us kernels; plus 0.20% between occasions (1 recording occasion)"
+    )
 
 
 def verdict_comparison(history: list[list[float]]) -> Comparison:
@@ -439,8 +444,8 @@ def test_a_quiet_kernels_history_narrows_its_between_process_noise() -> None:
     variance, df = estimate
     assert df == pytest.approx(26) and 0.0003 < math.sqrt(variance) < 0.0008  # drawn with 0.05%
     result = verdict_comparison(runs)
-    assert result.process_sd is not None and result.process_sd < 0.6 * noise.process_level_sd(0.05)
-    assert "40 past runs, shrunk toward 0.30% built in for 10 us-100 us kernels" in result.process_source
+    assert result.process_sd is not None and result.process_sd < 0.7 * noise.process_level_sd(0.05)
+    assert "both scaled by 40 past runs; plus 0.13% between occasions" in result.process_source
 
 
 def test_a_step_inside_the_history_barely_widens_the_noise() -> None:
@@ -454,10 +459,10 @@ def test_a_step_inside_the_history_barely_widens_the_noise() -> None:
     assert estimate is not None and plain > 0.0045 and math.sqrt(estimate[0]) < 0.5 * plain
 
 
-def test_the_history_lets_a_quiet_kernel_show_a_1_percent_slowdown() -> None:
+def test_the_history_lets_a_quiet_kernel_show_a_1_5_percent_slowdown() -> None:
     timer = ScriptedTimer(samples=10, jitter=0.002, round_sd=0.0005, seed=9)
     base = measured(timer, kernel(0.05), 8)
-    current = measured(timer, kernel(0.05 * 1.01), 5)
+    current = measured(timer, kernel(0.05 * 1.015), 5)
     settings = {"device": DEVICE, "threshold": 0.005, "alpha": 0.01, "planned_judgements": 40}
     assert judge(current, base, **settings).verdict is Verdict.SAME  # type: ignore[arg-type]
     learnt = judge(current, base, history=history_runs(0.05, 0.0005, 40), **settings)  # type: ignore[arg-type]

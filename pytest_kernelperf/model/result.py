@@ -41,10 +41,24 @@ class Verdict(str, enum.Enum):
 
 # Verdicts that are not a judgement of speed: under --kernelperf-strict each fails its test.
 NOT_JUDGED = (Verdict.NEW, Verdict.INCOMPARABLE, Verdict.UNRELIABLE, Verdict.UNDETERMINED)
-# The verdicts that judge a speed: a slower one's second measurement (kernel_bench) decides with one.
+# The verdicts that judge a speed.
 JUDGEMENTS = (Verdict.SAME, Verdict.FASTER, Verdict.SLOWER)
-# How the note of a slower verdict measured again begins (kernel_bench writes it, the summary finds it).
+# How the note of a call measured again begins (kernel_bench writes it, the summary finds it).
 MEASURED_TWICE = "measured twice: "
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One measurement of a call that was measured twice, judged on its own rounds; the result's
+    verdict judges both measurements' rounds pooled."""
+
+    verdict: Verdict
+    ratio: float | None
+    rounds: int
+
+    def describe(self) -> str:
+        change = f"{self.ratio - 1:+.1%}" if self.ratio is not None else "?"
+        return f"{change} ({self.verdict}, {self.rounds} rounds)"
 
 
 @dataclass(frozen=True)
@@ -345,6 +359,9 @@ class BenchResult:
     # The same function at another revision, timed beside this one (--kernelperf-against); with it
     # `baseline_ms` and `comparison` are the revision's level and the paired judgement.
     against: RevisionCheck | None = None
+    # Where the call was measured twice (a first measurement slower or near it): each measurement
+    # judged alone, in order; the verdict and rounds above are both measurements' pooled.
+    readings: tuple[Reading, ...] = ()
 
     @property
     def label(self) -> str:

@@ -331,12 +331,14 @@ def shift_lines(results: Sequence[BenchResult]) -> list[str]:
 
 
 def second_measurement_lines(results: Sequence[BenchResult]) -> list[str]:
-    """One line per call whose first measurement read slower and whose second did not decide so: the
-    test passed on the second, and a level that wanders is worth knowing about."""
+    """One line per call whose first measurement read slower and that passed on both measurements
+    pooled: a level that wanders is worth knowing about."""
     return [
         f"{result.label}: {note}"
         for result in results
-        if result.verdict is not Verdict.SLOWER
+        if result.readings
+        and result.readings[0].verdict is Verdict.SLOWER
+        and result.verdict is not Verdict.SLOWER
         for note in result.notes
         if note.startswith(MEASURED_TWICE)
     ]

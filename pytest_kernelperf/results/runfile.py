@@ -34,6 +34,7 @@ from pytest_kernelperf.model.result import (
     Found,
     MemoryCheck,
     RatioCheck,
+    Reading,
     RevisionCheck,
     Throttling,
     Verdict,
@@ -257,6 +258,9 @@ def result_to_dict(result: BenchResult, peak: Peak | None = None) -> dict[str, A
             "throttled_rounds": result.throttled_rounds,
             "throttling": _throttling(result.throttling),
             "placements": result.placements,
+            "readings": [
+                {"verdict": str(r.verdict), "ratio": r.ratio, "rounds": r.rounds} for r in result.readings
+            ],
         }
         if timed
         else None,
@@ -486,6 +490,26 @@ def _comparison_from(reader: _Reader | None) -> Comparison | None:
     )
 
 
+def _readings_from(timing: _Reader | None) -> tuple[Reading, ...]:
+    raw = timing.raw("readings", None) if timing is not None else None
+    if raw is None:
+        return ()
+    assert timing is not None
+    if not isinstance(raw, list):
+        raise timing.fail("readings", f"expected a list, got {_kind(raw)}")
+    readings = []
+    for index, item in enumerate(raw):
+        reader = _Reader(item, timing.source, timing._at(f"readings[{index}]"))
+        ratio = reader.number("ratio", optional=True)
+        rounds = reader.whole("rounds")
+        if ratio is not None and not (ratio > 0 and math.isfinite(ratio)):
+            raise reader.fail("ratio", f"expected a positive ratio, got {ratio!r}")
+        if rounds is None or rounds < 1:
+            raise reader.fail("rounds", f"expected a count of one or more, got {rounds!r}")
+        readings.append(Reading(reader.verdict("verdict"), ratio, rounds))
+    return tuple(readings)
+
+
 def _throttling_from(reader: _Reader | None) -> Throttling | None:
     if reader is None:
         return None
@@ -652,6 +676,7 @@ def result_from_dict(data: Any, source: str = "<json>", where: str = "result") -
         throttled_rounds=(timing.whole("throttled_rounds", optional=True) or 0) if timing else 0,
         throttling=_throttling_from(timing.child("throttling", optional=True)) if timing else None,
         placements=(timing.whole("placements", optional=True) or 0) if timing else 0,
+        readings=_readings_from(timing),
         memory=_memory_from(reader.child("memory", optional=True)),
         cost=_call_cost_from(reader.child("cost_s", optional=True)),
     )

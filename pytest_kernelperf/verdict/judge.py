@@ -306,9 +306,11 @@ def round_test(
 
     Round variance s^2: the kernel's rounds (pooled within each process), shrunk toward the baseline
     set's fitted prior. Between-process variance sp^2: the spread of the baseline's recording
-    processes and of the kernel's past runs (beyond what their rounds explain), shrunk toward its
-    prior, and never below a timer step's quantisation. With N baseline processes the difference has
-    variance s^2 (1/n + sum(1/n_p)/N^2) + sp^2 (1 + 1/N); degrees of freedom by Satterthwaite."""
+    processes (beyond what their rounds explain), shrunk toward its prior, and never below a timer
+    step's quantisation. Between-occasion variance tau^2: the class's (verdict/noise.py). The kernel's
+    past runs, each its own occasion, scale sp^2 + tau^2 to what they show. With N baseline processes
+    from K occasions the difference has variance s^2 (1/n + sum(1/n_p)/N^2) + sp^2 (1 + 1/N)
+    + tau^2 (1 + 1/K); degrees of freedom by Satterthwaite."""
     if not current.rounds_ms or not baseline.rounds_ms:
         raise ValueError("a comparison needs at least one round on each side")
     noises = prior or prior_mod.NoisePrior()
@@ -330,12 +332,6 @@ def round_test(
     if spread is not None:
         pieces.append((spread[0] - s2 * inverse / n_processes, spread[1]))
         seen.append(f"{n_processes} recording processes")
-    tau2 = noise.occasion_level_sd(base_level, current.method) ** 2
-    learnt = prior_mod.history_variance(history) if history else None
-    if learnt is not None:
-        # Past runs are occasions of their own: their spread holds the occasion term too.
-        pieces.append((learnt[0] - tau2, learnt[1]))
-        seen.append(f"{len(history or ())} past runs")
     df_process = math.fsum(df for _, df in pieces)
     sp2 = max(math.fsum(v * df for v, df in pieces) / df_process, 0.0)
     source = (
@@ -352,14 +348,26 @@ def round_test(
         sp2 = quantised
         df_process = KNOWN_DF  # the step is known, not estimated
         source += f"; raised to {math.sqrt(quantised):.2%} by the timer's {step * 1e6:.3g} ns step"
+    # The occasion term: the run is an occasion of its own, the baseline's processes share theirs.
+    # The recording processes cannot see it (they share one occasion); past runs can, each its own
+    # occasion: their spread estimates this kernel's whole run-to-run variance (process and occasion),
+    # which then scales both terms, in the class's proportion, by the weight of its evidence.
+    tau2 = noise.occasion_level_sd(base_level, current.method) ** 2
+    df_occasion = noise.OCCASION_DF
+    learnt = prior_mod.history_variance(history) if history else None
+    if learnt is not None and sp2 + tau2 > 0:
+        run_to_run = sp2 + tau2
+        df_prior = run_to_run**2 / (sp2**2 / df_process + tau2**2 / df_occasion)
+        pooled = (df_prior * run_to_run + learnt[1] * max(learnt[0], 0.0)) / (df_prior + learnt[1])
+        sp2, tau2 = sp2 * pooled / run_to_run, tau2 * pooled / run_to_run
+        df_process, df_occasion = df_process + learnt[1], df_occasion + learnt[1]
+        source += f"; both scaled by {len(history or ())} past runs"
     process_part = sp2 * (1 + 1 / n_processes)
-    # The run is an occasion of its own; the baseline's processes share theirs.
     occasion_part = tau2 * (1 + 1 / baseline.occasion_count)
     if occasion_part:
-        source += (
-            f"; plus {math.sqrt(tau2):.2%} between occasions "
-            f"({baseline.occasion_count} recording occasion{'s' if baseline.occasion_count > 1 else ''})"
-        )
+        count = baseline.occasion_count
+        occasions = f"{count} recording occasion{'s' * (count > 1)}"
+        source += f"; plus {math.sqrt(tau2):.2%} between occasions ({occasions})"
     card_part = 0.0
     if current.card and baseline.card and current.card != baseline.card:
         card_part = CARD_LEVEL_SD**2
@@ -368,7 +376,7 @@ def round_test(
     df = variance**2 / (
         round_part**2 / df_rounds
         + process_part**2 / df_process
-        + occasion_part**2 / noise.OCCASION_DF
+        + occasion_part**2 / df_occasion
         + card_part**2 / CARD_LEVEL_DF
     )
     own = f"this kernel's {len(current.rounds_ms) + len(baseline.rounds_ms)} rounds, shrunk toward "

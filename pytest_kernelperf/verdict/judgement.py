@@ -201,6 +201,30 @@ def pairs_needed(
     return max(have, min(most, wanted))
 
 
+# A first measurement that reads slower, or whose change lies beyond the threshold with a p-value
+# within this factor of the level, is measured again, and one test of both measurements' rounds
+# decides. That test has the level of any other judgement, so the rule adds no false alarms beyond
+# it, and it sees more of a real slowdown than one measurement does: with twice the rounds its
+# round part shrinks by half (docs/measurement.md#verdicts). Under no change about 20x the level of
+# judgements are measured again.
+REMEASURE_P_FACTOR = 20.0
+
+
+def remeasure_wanted(comparison: Comparison | None) -> bool:
+    """Whether this judgement is decided by measuring again and judging both measurements pooled."""
+    if comparison is None or comparison.ratio is None or comparison.p_value is None:
+        return False
+    if comparison.verdict is Verdict.SLOWER:
+        return True
+    near = (
+        comparison.level is not None
+        and comparison.threshold is not None
+        and comparison.ratio > 1 + comparison.threshold
+        and comparison.p_value < REMEASURE_P_FACTOR * comparison.level
+    )
+    return comparison.verdict in (Verdict.SAME, Verdict.UNDETERMINED) and near
+
+
 class Failure(str, enum.Enum):
     """Why a judged result fails its test (and makes `compare` and a bisection step say bad)."""
 

@@ -18,7 +18,7 @@ K = 5120
 
 
 def _deeper(k: int) -> int:
-    return int(round(k * PLANT / 128)) * 128
+    return round(k * PLANT / 128) * 128
 
 
 @pytest.fixture
