@@ -24,7 +24,6 @@ The analysis, per kernel and per size class (verdict/noise.py's decades):
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import shutil
 import statistics
@@ -37,9 +36,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pytest_kernelperf.results import runfile
 from pytest_kernelperf.verdict.judge import judge_paired
 from pytest_kernelperf.verdict.noise import size_class
-from studies.study_common import REPO, Budget, run_pytest
+from studies.study_common import REPO, Budget, run_files, run_pytest
 
 SUITE = "studies/scoring_kernels"
 # What the suite's modules import from the repository.
@@ -96,8 +96,8 @@ def measure(args: argparse.Namespace) -> None:
 
 def _paired_results(json_path: Path) -> int:
     try:
-        results = json.loads(json_path.read_text())["results"]
-    except (OSError, ValueError, KeyError):
+        results = runfile.read(json_path).data["results"]
+    except runfile.RunFileError:  # the process wrote no run file, or a cut one
         return 0
     return sum(1 for r in results if (r.get("against") or {}).get("median_ms") is not None)
 
@@ -110,7 +110,7 @@ def log_ratios(result: dict[str, Any]) -> list[float]:
 
 
 def analyse(folder: Path) -> str:
-    runs = [json.loads(path.read_text()) for path in sorted(folder.rglob("run-*.json"))]
+    runs = [run for _, run in run_files(folder)]
     by_kernel: dict[str, list[dict[str, Any]]] = defaultdict(list)
     verdicts: dict[str, int] = defaultdict(int)
     seconds = []

@@ -1,4 +1,4 @@
-"""Issue 14 and friends on a GPU (or the CPU): verdicts that depend on what ran earlier.
+"""Verdicts that depended on what ran earlier, on a GPU (or the CPU).
 
     OUT=./out python studies/compile_context_demo.py
 

@@ -1,7 +1,7 @@
 """Where the run's first timed measurement spends its one-time seconds (a GPU study).
 
 On three H200s (2026-12-01) the first kernel a `pytest --kernelperf` run timed spent 4.6-6.2 s in
-its 5 rounds and every later one about 0.25 s (README, "Where the time goes"). Each candidate for
+its 5 rounds and every later one about 0.25 s (docs/results.md, "Where the time goes"). Each candidate for
 that one-time cost is started here alone, in a fresh process, in the order a run meets them, and
 timed twice (the second time shows what is left once it has happened):
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU runs behind the figures in README.md and docs/, in two calls of under ten minutes each:
+# The GPU runs behind the figures in docs/, in two calls of under ten minutes each:
 #   OUT=out bash studies/gpu_session.sh examples-aa    # example suite vs committed baselines, re-record,
 #                                                      # compare; A/A of the real-kernel suite
 #   OUT=out bash studies/gpu_session.sh schedules      # verdicts under other schedules; compile
@@ -154,7 +154,7 @@ final)
     ;;
 against)
     # Where a judged run's time goes, cold and then warm (COST_BASELINES: another card's scoring
-    # baselines, as for the figure in README "Where the time goes"); then A/A' of --kernelperf-against.
+    # baselines, as for the figure in docs/results.md "Where the time goes"); then A/A' of --kernelperf-against.
     nvidia-smi -L | tee -a "$SUMMARY"
     if [ -n "${COST_BYTECODE:-}" ]; then
         # Whether this Python caches bytecode; then the judged run with the cache in a writable

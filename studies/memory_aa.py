@@ -12,7 +12,6 @@ not independent judgements: the evidence is the readings themselves, and how far
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import defaultdict
 from itertools import permutations
@@ -22,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_kernelperf.settings import DEFAULTS
 from pytest_kernelperf.verdict.memory import judge_memory
+from studies.study_common import run_files
 
 
 def main() -> None:
@@ -33,8 +33,7 @@ def main() -> None:
     peaks: dict[str, list[int]] = defaultdict(list)
     cards, processes = set(), 0
     for folder in args.folders:
-        for path in sorted(folder.rglob("run-*.json")):
-            run = json.loads(path.read_text())
+        for path, run in run_files(folder):
             processes += 1
             cards.add(path.parent.name)
             for result in run.get("results", []):

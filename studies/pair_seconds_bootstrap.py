@@ -16,7 +16,6 @@ Resampling assumes pairs independent within a process and no offset left between
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import statistics
@@ -31,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pytest_kernelperf.verdict.judgement import JudgementContext, judge_pair, pairs_needed
 from pytest_kernelperf.verdict.noise import size_class
 from studies.against_study import log_ratios
+from studies.study_common import run_files
 
 PLANNED = 5
 DELTAS = (0.0, 0.01, 0.03)
@@ -55,8 +55,8 @@ class Kernel:
 
 def kernels(folder: Path) -> list[Kernel]:
     found: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for path in sorted(folder.rglob("run-*.json")):
-        for result in json.loads(path.read_text())["results"]:
+    for _, run in run_files(folder):
+        for result in run["results"]:
             if (result.get("against") or {}).get("median_ms") is not None:
                 found[result["test_id"]].append(result)
     out = []

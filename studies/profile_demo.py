@@ -11,7 +11,7 @@ with the good kernels, then swaps in regressed ones and runs `pytest --kernelper
   math with a graph break in the middle (two kernels).
 
 Into $OUT/profile_demo it saves: update.txt and regressed.txt (the two pytest outputs),
-failure_messages.md (the failure messages, for the README), artifacts.txt (the artefacts folder
+failure_messages.md (the failure messages, for the docs), artifacts.txt (the artefacts folder
 listing), trace_test_cuda_gelu.json (a trace to open in https://ui.perfetto.dev), baselines.yaml and
 checks.json (what the messages were expected to name, and whether they did). Exits 1 when the
 regressed run did not fail both tests. Takes about 4 minutes, most of it two load_inline builds.

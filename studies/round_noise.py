@@ -71,13 +71,6 @@ def kernels() -> dict[str, tuple[Callable[[], object], Callable[..., object]]]:
     return out
 
 
-def midmean(values: list[float]) -> float:
-    ordered = sorted(values)
-    cut = len(ordered) // 4
-    kept = ordered[cut : len(ordered) - cut] or ordered
-    return sum(kept) / len(kept)
-
-
 def measure_process(process: int, rounds: int, out: Path) -> None:
     import statistics
 
@@ -87,6 +80,7 @@ def measure_process(process: int, rounds: int, out: Path) -> None:
     from pytest_kernelperf.measure.device import fingerprint
     from pytest_kernelperf.measure.timing import AutoTimer, Target
     from pytest_kernelperf.testing import sampling_plan
+    from pytest_kernelperf.verdict.noise import midmean
 
     device = fingerprint("cuda")
     # One round per measure() call: this script draws the rounds itself, interleaving the kernels.

@@ -1,8 +1,9 @@
 """What the study drivers share: running pytest in a subprocess, reading its JSON and JUnit files,
 time budgets, and writing results as they come (a run cut short keeps what it measured).
 
-Standard library only (plus pytest and the plugin in the subprocesses), so that the drivers run on
-the GPU machine as they are.
+The standard library and the plugin's own package (run files are read through its one gateway,
+`pytest_kernelperf.results.runfile`; files are written with its atomic write), so that the drivers
+run on the GPU machine as they are.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_kernelperf.atomic import write_atomic
 from pytest_kernelperf.results import runfile
 
 REPO = Path(__file__).resolve().parents[1]
@@ -321,18 +323,18 @@ def verdict_counts(results: Iterable[Mapping[str, Any]]) -> dict[str, int]:
 
 
 def write_json(path: Path, document: Any) -> None:
-    """Write atomically (temporary file, then rename): a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(document, indent=2, sort_keys=False, default=str) + "\n")
-    temporary.replace(path)
+    """Write atomically: a reader never sees half a file."""
+    write_atomic(path, json.dumps(document, indent=2, sort_keys=False, default=str) + "\n")
 
 
 def write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text)
-    temporary.replace(path)
+    write_atomic(path, text)
+
+
+def run_files(folder: Path, pattern: str = "run-*.json") -> list[tuple[Path, dict[str, Any]]]:
+    """The run files under `folder`, in name order, each read and checked by the package's gateway:
+    a damaged or foreign file stops the analysis with its name and field."""
+    return [(path, runfile.read(path).data) for path in sorted(folder.rglob(pattern))]
 
 
 def short_stdout(run: ProcessRun, max_lines: int = 400) -> str:
