@@ -71,6 +71,7 @@ from pytest_kernelperf.model.result import (
 )
 from pytest_kernelperf.profiling.call_context import CallContext, CallRecord
 from pytest_kernelperf.profiling.capture import PROFILED_CALLS, CallProfile, ProfileRequest, artifact_folder
+from pytest_kernelperf.profiling.envdiff import differences
 from pytest_kernelperf.profiling.explain import context_notes, regression_details
 from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict import noise, stats
@@ -669,6 +670,9 @@ class KernelBench:
             placements=drawn,
             notes=notes + result.notes + record.notes + context_notes(baseline, entry) + memory_notes,
             memory=memory,
+            environment_changes=(
+                tuple(differences(baseline.environment, _environment(timing, device))) if baseline else None
+            ),
         )
         if profiled is not None:
             result = replace(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pytest_kernelperf.model.result import BenchResult, Comparison, Verdict
 from pytest_kernelperf.results import render
 from pytest_kernelperf.verdict.shift import device_shifts
@@ -44,3 +46,19 @@ def test_devices_are_judged_apart() -> None:
     ]
     shifts = device_shifts(judged, 0.01)
     assert [s.device for s in shifts] == ["a"] and shifts[0].beyond == ()
+
+
+def test_a_shift_on_the_baselines_environment_points_at_a_shared_cause() -> None:
+    same = [replace(result(f"k{i}", 1.05 + i * 0.001), environment_changes=()) for i in range(6)]
+    (line,) = render.shift_lines(same)
+    assert "on the same card, driver and software as the baselines: a cause the kernels share" in line
+    assert "driver or toolkit change" not in line
+
+
+def test_a_shift_where_the_environment_changed_names_what_changed() -> None:
+    moved = [
+        replace(result(f"k{i}", 1.05 + i * 0.001), environment_changes=("driver 570.1 -> 580.2",))
+        for i in range(6)
+    ]
+    (line,) = render.shift_lines(moved)
+    assert "the environment differs from the baselines' (driver 570.1 -> 580.2)" in line

@@ -82,3 +82,19 @@ def test_judge_measurement_judges_host_latency_as_new_without_a_baseline_for_it(
     device, host = judge_measurement(measured, base, context, device="gpu")
     assert device.verdict is Verdict.SAME and host is not None and host.verdict is Verdict.NEW
     assert judge_measurement(replace(measured, host_latency=None), base, context, device="gpu")[1] is None
+
+
+def test_the_paired_mode_counts_a_judgement_for_every_named_call_of_a_planned_test() -> None:
+    from pytest_kernelperf.model.baseline import EntryKey
+    from pytest_kernelperf.verdict.judgement import against_judgements
+
+    entries = [
+        ("t.py", EntryKey("test_a::triton", "H200", "hot")),
+        ("t.py", EntryKey("test_a::torch", "H200", "hot")),
+        ("t.py", EntryKey("test_a::torch", "H100", "hot")),  # another card: the same call
+        ("t.py", EntryKey("test_b", "H200", "hot")),
+        ("u.py", EntryKey("test_c", "H200", "hot")),  # not planned
+    ]
+    planned = {("t.py", "test_a"), ("t.py", "test_b"), ("t.py", "test_new")}
+    # test_a judges two calls, test_b one, and test_new (no entry yet) at least one.
+    assert against_judgements(entries, planned) == 4

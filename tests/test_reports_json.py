@@ -128,7 +128,9 @@ def test_json_matches_the_documented_schema_and_reads_back(project: Project) -> 
     assert slower["verdict"] == "slower"
     assert slower["comparison"]["p_value"] < 0.01 and slower["comparison"]["threshold"] == 0.005
     assert slower["comparison"]["level"] == pytest.approx(0.01 / slower["comparison"]["planned_judgements"])
-    assert len(slower["device_time"]["rounds_ms"]) == slower["comparison"]["rounds"] == 5
+    # Measured twice: both measurements' 5 rounds, judged pooled.
+    assert len(slower["device_time"]["rounds_ms"]) == slower["comparison"]["rounds"] == 10
+    assert [r["rounds"] for r in slower["device_time"]["readings"]] == [5, 5]
     assert len(slower["baseline_entry"]["device_time"]["rounds_ms"]) == 5
     assert slower["baseline"]["file"].endswith("test_kernels.yaml")
     assert slower["baseline"]["median_ms"] == pytest.approx(1.0, rel=0.01)

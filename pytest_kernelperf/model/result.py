@@ -362,6 +362,9 @@ class BenchResult:
     # Where the call was measured twice (a first measurement slower or near it): each measurement
     # judged alone, in order; the verdict and rounds above are both measurements' pooled.
     readings: tuple[Reading, ...] = ()
+    # What differs between the baseline's environment and this run's ("driver 570 -> 580"); empty:
+    # nothing of note; None: no baseline to compare with.
+    environment_changes: tuple[str, ...] | None = None
 
     @property
     def label(self) -> str:

@@ -22,7 +22,7 @@ from pytest_kernelperf.plugins.progress import Progress
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
 from pytest_kernelperf.results.cost import RunClock
 from pytest_kernelperf.settings import Settings
-from pytest_kernelperf.verdict.judgement import PastRuns, noise_priors, planned_judgements
+from pytest_kernelperf.verdict.judgement import PastRuns, against_judgements, noise_priors, planned_judgements
 from pytest_kernelperf.verdict.prior import NoisePrior
 
 if TYPE_CHECKING:
@@ -159,8 +159,10 @@ class KernelperfSession:
                 entries.extend((module, key, entry) for key, entry in found.items() if key.device == device)
             prior = noise_priors((device, entry) for _, _, entry in entries).get(device, NoisePrior())
             m = planned_judgements(((module, key) for module, key, _ in entries), planned, device)
-            if self.against is not None:  # every planned test is judged, with or without a baseline
-                m = max(m, len(planned))
+            if self.against is not None:
+                # Every planned test is judged, with or without a baseline: each once, or as many
+                # times as it has stored entries (a test with several named calls judges each).
+                m = max(m, against_judgements(((module, key) for module, key, _ in entries), planned))
             self._baseline_sets[device] = (prior, m)
         return self._baseline_sets[device]
 

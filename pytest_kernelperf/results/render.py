@@ -302,6 +302,22 @@ def _failing(result: BenchResult) -> bool:
     )
 
 
+def _shift_cause(results: Sequence[BenchResult]) -> str:
+    """What a device shift points at: the environment where it differs from the baselines', else a
+    cause the kernels share in the code or the machine."""
+    known = [r.environment_changes for r in results if r.environment_changes is not None]
+    changed = sorted({change for changes in known for change in changes})
+    if changed:
+        items = "; ".join(changed)
+        return f"the environment differs from the baselines' ({items}), which moves every kernel alike"
+    if known:
+        return (
+            "on the same card, driver and software as the baselines: a cause the kernels share (a common "
+            "helper, a build flag, the machine's load)"
+        )
+    return "a card, clock, driver or toolkit change moves every kernel alike"
+
+
 def shift_lines(results: Sequence[BenchResult]) -> list[str]:
     """A device shift, where most kernels on a device moved alike (verdict/shift.py)."""
     judged = [
@@ -319,8 +335,9 @@ def shift_lines(results: Sequence[BenchResult]) -> list[str]:
     for found in device_shifts(judged, min(thresholds, default=0.01)):
         line = (
             f"device shift on {found.device}: {found.agreeing} of {found.kernels} kernels moved the same "
-            f"way, median {change_text((found.ratio - 1) * 100)}; a card, clock, driver or toolkit "
-            "change moves every kernel alike, and each verdict stands on its own"
+            f"way, median {change_text((found.ratio - 1) * 100)}; "
+            + _shift_cause([r for r in results if r.device == found.device and r.against is None])
+            + ", and each verdict stands on its own"
         )
         if found.beyond:
             line += "; beyond the shift: " + ", ".join(

@@ -270,6 +270,9 @@ def result_to_dict(result: BenchResult, peak: Peak | None = None) -> dict[str, A
             "median_ms": result.baseline_ms,
             "ci_ms": list(result.baseline_ci_ms) if result.baseline_ci_ms else None,
             "host_median_ms": result.host_baseline_ms,
+            "environment_changes": (
+                list(result.environment_changes) if result.environment_changes is not None else None
+            ),
         }
         if has_baseline
         else None,
@@ -490,6 +493,11 @@ def _comparison_from(reader: _Reader | None) -> Comparison | None:
     )
 
 
+def _texts_or_none(reader: _Reader, key: str) -> tuple[str, ...] | None:
+    """A list of strings, or None where the key is absent or null (an older run file)."""
+    return None if reader.raw(key, None) is None else reader.texts(key)
+
+
 def _readings_from(timing: _Reader | None) -> tuple[Reading, ...]:
     raw = timing.raw("readings", None) if timing is not None else None
     if raw is None:
@@ -677,6 +685,9 @@ def result_from_dict(data: Any, source: str = "<json>", where: str = "result") -
         throttling=_throttling_from(timing.child("throttling", optional=True)) if timing else None,
         placements=(timing.whole("placements", optional=True) or 0) if timing else 0,
         readings=_readings_from(timing),
+        environment_changes=(
+            _texts_or_none(baseline, "environment_changes") if baseline is not None else None
+        ),
         memory=_memory_from(reader.child("memory", optional=True)),
         cost=_call_cost_from(reader.child("cost_s", optional=True)),
     )

@@ -194,7 +194,7 @@ def judge(
 
 
 def _verdict(test: RoundTest, threshold: float) -> Verdict:
-    """"slower" or "faster" need the evidence at the test's level AND the ratio beyond the floor."""
+    """ "slower" or "faster" need the evidence at the test's level AND the ratio beyond the floor."""
     if test.p_slower < test.level and test.ratio > 1 + threshold:
         return Verdict.SLOWER
     if test.p_faster < test.level and test.ratio < 1 / (1 + threshold):
@@ -217,9 +217,7 @@ def _throttled(
         return verdict, f"{described}; no slowdown despite it"
     clock_ratio = throttling.clock_ratio()
     if clock_ratio is not None:
-        cycles = _t_test(
-            math.log(ratio / clock_ratio), test.se, test.df, test.level, test.sd, test.source
-        )
+        cycles = _t_test(math.log(ratio / clock_ratio), test.se, test.df, test.level, test.sd, test.source)
         at = f"at {throttling.clock_mhz} MHz against the baseline's {throttling.baseline_clock_mhz} MHz"
         if _verdict(cycles, threshold) is Verdict.SLOWER:
             return Verdict.SLOWER, f"{described}; {at} the SM cycles are {cycles.ratio - 1:+.1%} too"

@@ -103,6 +103,20 @@ def planned_judgements(
     return max(1, count)
 
 
+def against_judgements(entries: Iterable[tuple[str, EntryKey]], planned: Collection[tuple[str, str]]) -> int:
+    """m in the paired mode (--kernelperf-against), where every planned test is judged whether or not
+    it has a baseline: one judgement per stored entry (module, key) of a planned test, on any device
+    (each named call is one), and one for each planned test without one."""
+    per_test: dict[tuple[str, str], set[str]] = {test: set() for test in planned}
+    for module, key in entries:
+        test = (
+            (module, key.test) if (module, key.test) in per_test else (module, key.test.rpartition("::")[0])
+        )
+        if test in per_test:
+            per_test[test].add(key.test)
+    return max(1, sum(max(1, len(names)) for names in per_test.values()))
+
+
 def _rounds(record: MetricRecord, card: str | None) -> Rounds:
     return Rounds.of_stored(record, card)
 
