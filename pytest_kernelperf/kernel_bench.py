@@ -84,15 +84,21 @@ from pytest_kernelperf.verdict.judgement import (
     judge_pair,
     pairs_needed,
 )
-from pytest_kernelperf.verdict.memory import judge_memory, memory_message
+from pytest_kernelperf.verdict.memory import judge_memory
+from pytest_kernelperf.verdict.messages import (
+    against_message,
+    memory_failure,
+    not_judged,
+    ratio_message,
+    regression_message,
+    strictly_not_judged,
+)
 from pytest_kernelperf.verdict.prior import NoisePrior, groups, within_variance
-from pytest_kernelperf.verdict.ratio import check_ratio, ratio_message, validate_max_ratio
+from pytest_kernelperf.verdict.ratio import check_ratio, validate_max_ratio
 
 if TYPE_CHECKING:  # --kernelperf-against's loader is imported only by a run that uses it
     from pytest_kernelperf.revision.loader import Lookup
     from pytest_kernelperf.revision.source import Revision
-
-UPDATE_HINT = "If the change is intended, record new baselines with `pytest --kernelperf-update-baselines`."
 
 
 def no_guard() -> AbstractContextManager[None]:
@@ -976,11 +982,8 @@ class KernelBench:
             assert result.ratio is not None and result.median_ms is not None
             self._hooks.defer(ratio_message(result.label, result.device, result.median_ms, result.ratio))
         if Failure.MEMORY in found:
-            assert baseline is not None and result.memory is not None
-            where = f"{path} (recorded {baseline.recorded})"
-            self._hooks.defer(
-                memory_message(result.label, result.device, result.memory, where) + f"  {UPDATE_HINT}"
-            )
+            assert baseline is not None
+            self._hooks.defer(memory_failure(result, baseline, path))
         if Failure.SLOWER in found and result.against is not None:
             self._hooks.defer(against_message(result))
         elif Failure.SLOWER in found:
@@ -993,11 +996,9 @@ class KernelBench:
             )
             self._hooks.defer(regression_message(result, baseline, path, details))
         if not self.settings.update and result.verdict in NOT_JUDGED:
-            why = _not_judged(result, path, self.settings.cache)
+            why = not_judged(result, path, self.settings.cache)
             if Failure.NOT_JUDGED in found:
-                self._hooks.defer(
-                    f"{why}, and --kernelperf-strict fails every verdict that is not a judgement"
-                )
+                self._hooks.defer(strictly_not_judged(why))
             if result.verdict is not Verdict.NEW:  # never silently: new is counted in the summary
                 self._hooks.warn(why)
         # A slower launch path (host latency) never fails a test: it is listed under the summary
@@ -1105,23 +1106,6 @@ def throttling_of(timing: Timing, baseline: BaselineEntry | None = None) -> Thro
     )
 
 
-def _not_judged(result: BenchResult, path: Path, cache: str) -> str:
-    comparison = result.comparison
-    if result.against is not None:
-        reason = comparison.reason if comparison else ""
-        return f"{result.label} on {result.device} not judged against {result.against.revision}: {reason}"
-    if result.verdict is Verdict.NEW:
-        return (
-            f"no baseline for {result.label} on {result.device} ({cache} cache) in {path}; record one with "
-            "`pytest --kernelperf-update-baselines`"
-        )
-    reason = comparison.reason if comparison else ""
-    if result.verdict is Verdict.UNRELIABLE:
-        change = f" {comparison.change_pct:+.1f}%" if comparison and comparison.change_pct is not None else ""
-        return f"UNRELIABLE: {result.label} on {result.device} not judged{change}: {reason}"
-    return f"{result.label} on {result.device} not compared ({result.verdict}): {reason}"
-
-
 def _measured_twice(first: BenchResult, second: BenchResult) -> str:
     """The note of a slower verdict measured again: both readings, and which one decided."""
 
@@ -1211,48 +1195,4 @@ def _record_of(metric: Metric) -> MetricRecord:
         quantiles_ms=tuple(stats.compress(metric.samples_ms)),
         rounds_ms=metric.round_locations_ms,
         resolution_ms=metric.resolution_ms,
-    )
-
-
-def regression_message(
-    result: BenchResult, baseline: BaselineEntry, path: Path, details: Sequence[str] = ()
-) -> str:
-    comparison = result.comparison
-    assert comparison is not None and result.median_ms is not None
-    base = baseline.device_time
-    threshold = comparison.threshold or 0.0
-    rounds = result.rounds_ms
-    spread = (
-        f"; this run's {len(rounds)} rounds {min(rounds):.4g}-{max(rounds):.4g} ms"
-        + (f", timer step {result.resolution_ms * 1e6:.3g} ns" if result.resolution_ms else "")
-        if rounds
-        else ""
-    )
-    return (
-        f"performance regression in {result.label} on {result.device}: "
-        f"{result.median_ms:.4g} ms vs baseline {base.level_ms:.4g} ms "
-        f"({comparison.change_pct:+.1f}%, practical floor {threshold * 100:g}%).\n"
-        f"  evidence: {comparison.evidence()}{spread}.\n"
-        f"  method: {result.method}, {result.cache} cache; baseline: {path} (recorded {baseline.recorded}).\n"
-        + "".join(f"  {line}\n" for line in details)
-        + f"  {UPDATE_HINT}"
-    )
-
-
-def against_message(result: BenchResult) -> str:
-    """A slowdown against --kernelperf-against's revision: both levels, the paired evidence."""
-    comparison, check = result.comparison, result.against
-    assert comparison is not None and check is not None
-    assert result.median_ms is not None and check.median_ms is not None
-    threshold = comparison.threshold or 0.0
-    answers = f"; answers {check.answers}" if check.answers else ""
-    placed = ", each pair at one memory placement" if result.placements else ""
-    return (
-        f"performance regression in {result.label} on {result.device}: "
-        f"{result.median_ms:.4g} ms vs {check.median_ms:.4g} ms at {check.revision} "
-        f"({comparison.change_pct:+.1f}%, practical floor {threshold * 100:g}%).\n"
-        f"  evidence: {comparison.evidence()}.\n"
-        f"  method: {result.method}, {result.cache} cache; both timed in this process in "
-        f"{len(check.rounds_ms)} paired rounds{placed}; {check.where} loaded from {check.commit}{answers}.\n"
-        f"  If the change is intended, it needs no baseline: the comparison is with {check.revision}."
     )

@@ -31,13 +31,13 @@ from typing import Protocol
 from pytest_kernelperf.model.result import POWER, Comparison, Throttling, Verdict
 from pytest_kernelperf.verdict import noise
 from pytest_kernelperf.verdict import prior as prior_mod
+from pytest_kernelperf.verdict.messages import UPDATE_HINT
 
 MODEL = "t test on log round locations"
 # A throttled measurement may still be judged when throttling cannot explain the change: a clock
 # drop of x% slows a kernel by at most about x/(1-x), never by 2x.
 THROTTLE_LIMIT_RATIO = 2.0
 THROTTLE_MARGIN = 3.0  # "a wide margin": the change must exceed 3x what the clock drop explains
-UPDATE_HINT = "re-record it with `pytest --kernelperf-update-baselines`"
 
 
 class StoredMetric(Protocol):

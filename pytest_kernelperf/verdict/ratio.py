@@ -16,8 +16,6 @@ from pytest_kernelperf.verdict import noise
 from pytest_kernelperf.verdict.judge import paired_test
 from pytest_kernelperf.verdict.prior import NoisePrior
 
-RATIO_HINT = "Speed up the kernel, or raise max_ratio= in the kernel_bench call if the limit is too tight."
-
 
 def validate_max_ratio(value: object) -> float:
     """max_ratio as a float; ValueError saying what is wrong and what is expected."""
@@ -83,14 +81,4 @@ def check_ratio(
         noise_sd=test.sd,
         noise_source=test.source,
         **common,  # type: ignore[arg-type]
-    )
-
-
-def ratio_message(label: str, device: str, median_ms: float, check: RatioCheck) -> str:
-    return (
-        f"ratio to reference exceeded in {label} on {device}: {median_ms:.4g} ms is "
-        f"{check.ratio:#.3g}x the reference's {check.reference_median_ms:.4g} ms "
-        f"(max_ratio {check.max_ratio:g}).\n"
-        f"  evidence: {check.evidence()}; both timed in this run with {check.method}, rounds interleaved.\n"
-        f"  {RATIO_HINT}"
     )
