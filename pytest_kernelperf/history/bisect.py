@@ -482,7 +482,8 @@ def bisect(
     status: int | None = None
     failed = False
     try:
-        status = _bisect(top, good, bad, good_sha, bad_sha, pytest_args, threshold, out, work, paired)
+        job = _Bisection(top, good, bad, good_sha, bad_sha, tuple(pytest_args), threshold, paired)
+        status = _bisect(job, out, work)
         return status
     except KeyboardInterrupt:
         raise
@@ -501,18 +502,24 @@ def bisect(
                 shutil.rmtree(work, ignore_errors=True)
 
 
-def _bisect(
-    top: Path,
-    good: str,
-    bad: str,
-    good_sha: str,
-    bad_sha: str,
-    pytest_args: Sequence[str],
-    threshold: float,
-    out: TextIO,
-    work: Path,
-    paired: bool = False,
-) -> int:
+@dataclass(frozen=True)
+class _Bisection:
+    """What one bisection searches: the checkout's top, GOOD and BAD as given and as commits, the
+    pytest arguments, the threshold, and whether each commit is timed beside GOOD's code."""
+
+    top: Path
+    good: str
+    bad: str
+    good_sha: str
+    bad_sha: str
+    pytest_args: tuple[str, ...]
+    threshold: float
+    paired: bool = False
+
+
+def _bisect(job: _Bisection, out: TextIO, work: Path) -> int:
+    top, good, bad, good_sha, bad_sha = job.top, job.good, job.bad, job.good_sha, job.bad_sha
+    pytest_args, threshold, paired = job.pytest_args, job.threshold, job.paired
     runs = work / "runs"
     log = runs / "pytest.log"
     good_tree, bisect_tree = work / "good", work / "bisect"

@@ -10,11 +10,15 @@ rounds cancels. Pure logic: no torch, no pytest.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, TypedDict
 
 from pytest_kernelperf.model.result import RatioCheck
 from pytest_kernelperf.verdict import noise
 from pytest_kernelperf.verdict.judge import paired_test
 from pytest_kernelperf.verdict.prior import NoisePrior
+
+if TYPE_CHECKING:
+    from typing import Unpack
 
 
 def validate_max_ratio(value: object) -> float:
@@ -27,20 +31,33 @@ def validate_max_ratio(value: object) -> float:
     return number
 
 
+class _Limit(TypedDict):
+    max_ratio: float
+    alpha: float
+
+
+class RatioOptions(_Limit, total=False):
+    """What check_ratio() is told beside the two functions' rounds: the limit and level (always),
+    the reference's samples, the device, Bonferroni's m and the noise prior."""
+
+    reference_samples_ms: tuple[float, ...]
+    device: str
+    planned_judgements: int
+    prior: NoisePrior | None
+
+
 def check_ratio(
     rounds_ms: tuple[float, ...],
     method: str,
     reference_rounds_ms: tuple[float, ...],
     reference_method: str,
-    *,
-    max_ratio: float,
-    alpha: float,
-    reference_samples_ms: tuple[float, ...] = (),
-    device: str = "",
-    planned_judgements: int = 1,
-    prior: NoisePrior | None = None,
+    **options: Unpack[RatioOptions],
 ) -> RatioCheck:
     """fn's rounds against its reference's, paired round by round."""
+    max_ratio, alpha = options["max_ratio"], options["alpha"]
+    reference_samples_ms = options.get("reference_samples_ms", ())
+    device, planned_judgements = options.get("device", ""), options.get("planned_judgements", 1)
+    prior = options.get("prior")
     reference_level = noise.geometric_mean(reference_rounds_ms)
     common = {
         "method": reference_method,

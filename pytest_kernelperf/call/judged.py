@@ -1,0 +1,310 @@
+"""The judged stage: the baseline a call is judged against, the verdict (and max_ratio's), a slower
+verdict measured twice, the baseline entry of the measurement, and the failures it raises."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from pytest_kernelperf.baselines.yaml_io import BaselineError
+from pytest_kernelperf.call.context import CallRun, Measurement, Rounds
+from pytest_kernelperf.call.spec import CallSpec
+from pytest_kernelperf.formatting import utc_stamp
+from pytest_kernelperf.measure.clock import active
+from pytest_kernelperf.measure.interleave import OtherFailed, interleaved
+from pytest_kernelperf.measure.timing import Metric, Timing, TimingError
+from pytest_kernelperf.model.baseline import (
+    BaselineEntry,
+    EntryKey,
+    MetricRecord,
+    entry_test_id,
+    split_nodeid,
+)
+from pytest_kernelperf.model.device import CARD_KEY, DeviceInfo
+from pytest_kernelperf.model.result import (
+    JUDGEMENTS,
+    MEASURED_TWICE,
+    NOT_JUDGED,
+    BenchResult,
+    MemoryCheck,
+    RatioCheck,
+    Throttling,
+    Verdict,
+)
+from pytest_kernelperf.profiling.call_context import CallRecord
+from pytest_kernelperf.profiling.capture import CallProfile
+from pytest_kernelperf.profiling.explain import regression_details
+from pytest_kernelperf.verdict import stats
+from pytest_kernelperf.verdict.judgement import Failure, Measured, PastRuns, failures, judge_measurement
+from pytest_kernelperf.verdict.messages import (
+    against_message,
+    memory_failure,
+    not_judged,
+    ratio_message,
+    regression_message,
+    strictly_not_judged,
+)
+from pytest_kernelperf.verdict.ratio import check_ratio
+
+
+def measurement(run: CallRun, kind: str, *, stored: bool = True) -> Measurement:
+    """Where the call's measurement belongs on the device of `kind`, with its stored baseline entry
+    where it is judged against one (`stored`: not against a revision)."""
+    __tracebackhide__ = True
+    device = run.devices.device_info(kind)
+    path = run.store.path_for(split_nodeid(run.nodeid)[0])
+    key = EntryKey(entry_test_id(run.nodeid, run.name), device.name, run.settings.cache)
+    if not stored:  # against a revision, the stored baselines play no part
+        return Measurement(device, path, key)
+    with run.clock.phase("baseline_io"):
+        return Measurement(device, path, key, _baseline(run, path, key))
+
+
+def _baseline(run: CallRun, path: Path, key: EntryKey) -> BaselineEntry | None:
+    __tracebackhide__ = True
+    try:
+        return run.store.lookup(path, key)
+    except BaselineError as exc:
+        problem = exc
+    if run.settings.update and run.settings.replace_unreadable:
+        run.host.warn(f"{problem.path}: {problem.problem}; REPLACING this file: its entries are lost")
+        return None
+    run.host.fail(str(problem))  # outside the except block: no chained traceback
+
+
+def ratio(run: CallRun, timing: Timing, reference: Timing, device: DeviceInfo, limit: float) -> RatioCheck:
+    """fn's rounds against its reference's, for max_ratio=."""
+    measured, ref = timing.device_time, reference.device_time
+    check = check_ratio(
+        measured.round_locations_ms,
+        measured.method,
+        ref.round_locations_ms,
+        ref.method,
+        max_ratio=limit,
+        alpha=run.settings.alpha,
+        reference_samples_ms=ref.samples_ms,
+        device=device.name,
+        planned_judgements=run.judgement.planned_judgements(device.name),
+        prior=run.judgement.noise_prior(device.name),
+    )
+    if measured.method != ref.method:
+        run.warn(f"{check.reason}; max_ratio was not checked")
+    return check
+
+
+def judge(run: CallRun, timing: Timing, measurement: Measurement, spec: CallSpec) -> BenchResult:
+    """The measurement judged against its baseline entry (with spec's bytes and flops per call)."""
+    settings, device, baseline = run.settings, measurement.device, measurement.baseline
+    measured, host = timing.device_time, timing.host_latency
+    throttling = throttling_of(timing, baseline)
+    history = None
+    if baseline is not None:
+        history = run.judgement.past_rounds(
+            PastRuns.of(run.nodeid, run.name, settings.cache, device.name, baseline)
+        )
+    context = run.judgement_context(device, history)
+    current = Measured(
+        record_of(measured),
+        record_of(host) if host is not None else None,
+        device.environment.get(CARD_KEY),
+    )
+    comparison, host_comparison = judge_measurement(
+        current, baseline, context, device=device.name, throttling=throttling
+    )
+    host_base = baseline.host_latency if baseline else None
+    notes = list(timing.notes)
+    if timing.health is not None:
+        notes.append(timing.health.describe())
+    if timing.throttled_rounds:
+        notes.append(
+            f"{timing.throttled_rounds} throttled round(s) seen; re-measured where the budget allowed"
+        )
+    return BenchResult(
+        nodeid=run.nodeid,
+        name=run.name,
+        device=device.name,
+        verdict=comparison.verdict,
+        cache=settings.cache,
+        method=measured.method,
+        median_ms=measured.level_ms,
+        samples_ms=measured.samples_ms,
+        ci_ms=(min(measured.round_locations_ms), max(measured.round_locations_ms)),
+        baseline_ms=baseline.device_time.level_ms if baseline else None,
+        comparison=comparison,
+        host_method=host.method if host else None,
+        host_median_ms=host.level_ms if host else None,
+        host_baseline_ms=host_base.level_ms if host_base else None,
+        host_comparison=host_comparison,
+        baseline_file=str(measurement.path),
+        notes=tuple(notes),
+        bytes=spec.bytes,
+        flops=spec.flops,
+        wall_s=timing.wall_s,
+        device_index=device.index,
+        rounds_ms=measured.round_locations_ms,
+        resolution_ms=measured.resolution_ms,
+        throttled_rounds=timing.throttled_rounds,
+        throttling=throttling,
+    )
+
+
+def confirmed(
+    run: CallRun,
+    rounds: Rounds,
+    measurement: Measurement,
+    spec: CallSpec,
+    first: tuple[Timing, BenchResult, RatioCheck | None],
+) -> tuple[Timing, BenchResult, RatioCheck | None]:
+    """A slower verdict against the stored baseline measured again before it fails
+    (docs/measurement.md#verdicts): the second measurement decides where it is a judgement, its
+    ratio to the reference with it; a throttled one does not excuse the first. `first` (timing,
+    result, ratio) as it is otherwise, and in a baseline update (which judges nothing)."""
+    __tracebackhide__ = True
+    timing, result, ratio_check = first
+    if result.verdict is not Verdict.SLOWER or result.against is not None or run.settings.update:
+        return first
+    again, reference_again = _measured_again(run, rounds)
+    with run.clock.phase("judge"):
+        second = judge(run, again, measurement, spec)
+        if second.verdict in JUDGEMENTS:
+            timing, result = again, second
+            if spec.max_ratio is not None and reference_again is not None:
+                ratio_check = ratio(run, again, reference_again, measurement.device, spec.max_ratio)
+        result = replace(result, notes=(*result.notes, _measured_twice(first[1], second)))
+    return timing, result, ratio_check
+
+
+def _measured_again(run: CallRun, rounds: Rounds) -> tuple[Timing, Timing | None]:
+    """fn measured once more as it was the first time (in rounds alternating with its reference's
+    where it has one); the reference's timing too."""
+    __tracebackhide__ = True
+    reference = rounds.others.get("reference")
+    what = f"measuring {run.label} again to confirm a slower verdict"
+    with run.step("rounds", what, less=("warmup",)), active(run.clock):
+        try:
+            timing, others = interleaved(
+                rounds.timer, rounds.target, [reference] if reference else [], rounds.plan
+            )
+        except OtherFailed as failed:
+            raise failed.error from None  # the reference's error is the test's
+        except TimingError as exc:
+            timing, others, problem = None, [], exc
+    if timing is None:  # outside the except block: no chained traceback
+        run.host.fail(f"kernel_bench could not time {run.nodeid} again: {problem}")
+    for note in timing.notes:
+        run.warn(note)
+    return timing, (others[0] if others else None)
+
+
+def _measured_twice(first: BenchResult, second: BenchResult) -> str:
+    """The note of a slower verdict measured again: both readings, and which one decided."""
+
+    def change(result: BenchResult) -> str:
+        pct = result.comparison.change_pct if result.comparison else None
+        return f"{pct:+.1f}%" if pct is not None else "no change figure"
+
+    if second.verdict is Verdict.SLOWER:
+        outcome = "slower: confirmed"
+    elif second.verdict in JUDGEMENTS:
+        outcome = f"{second.verdict}: not confirmed, judged on the second"
+    else:
+        reason = f", {second.comparison.reason}" if second.comparison and second.comparison.reason else ""
+        outcome = f"{second.verdict}{reason}: the first measurement's verdict stands"
+    return f"{MEASURED_TWICE}{change(first)} (slower), then {change(second)} ({outcome})"
+
+
+def entry(
+    run: CallRun,
+    timing: Timing,
+    device: DeviceInfo,
+    profiled: CallProfile | None,
+    record: CallRecord,
+    memory: MemoryCheck | None = None,
+) -> BaselineEntry:
+    """The measurement as a baseline entry (staged in an update, kept in the run's results)."""
+    host = timing.host_latency
+    return BaselineEntry(
+        device_time=record_of(timing.device_time),
+        host_latency=record_of(host) if host is not None else None,
+        recorded=utc_stamp(run.host.now()),
+        environment=environment_of(timing, device),
+        kernels=profiled.kernels if profiled is not None else None,
+        compile_context=record.compile_context,
+        autotune=record.autotune,
+        inputs=record.inputs,
+        peak_memory_bytes=memory.peak_bytes if memory is not None else None,
+    )
+
+
+def enforce(
+    run: CallRun,
+    result: BenchResult,
+    measurement: Measurement,
+    profiled: CallProfile | None,
+    environment: dict[str, str],
+) -> None:
+    """The call's failures deferred to the test's end (verdict/judgement.failures decides which),
+    and a call not judged said."""
+    __tracebackhide__ = True
+    baseline, path, defer = measurement.baseline, measurement.path, run.host.defer
+    found = failures(result, strict=run.settings.strict, update=run.settings.update)
+    if Failure.MAX_RATIO in found:
+        assert result.ratio is not None and result.median_ms is not None
+        defer(ratio_message(result.label, result.device, result.median_ms, result.ratio))
+    if Failure.MEMORY in found:
+        assert baseline is not None
+        defer(memory_failure(result, baseline, path))
+    if Failure.SLOWER in found and result.against is not None:
+        defer(against_message(result))
+    elif Failure.SLOWER in found:
+        assert baseline is not None and result.median_ms is not None
+        # The headline's figures (regression_message): one ratio for the verdict and the diagnosis.
+        call_ms = (baseline.device_time.level_ms, result.median_ms)
+        details = regression_details(baseline, environment, profiled, current=result.entry, call_ms=call_ms)
+        defer(regression_message(result, baseline, path, details))
+    if not run.settings.update and result.verdict in NOT_JUDGED:
+        why = not_judged(result, path, run.settings.cache)
+        if Failure.NOT_JUDGED in found:
+            defer(strictly_not_judged(why))
+        if result.verdict is not Verdict.NEW:  # never silently: new is counted in the summary
+            run.host.warn(why)
+    # A slower launch path (host latency) never fails a test: it is listed under the summary
+    # table (results/render.py), one line per call, instead of one warning per test.
+
+
+def environment_of(timing: Timing, device: DeviceInfo) -> dict[str, str]:
+    """The device's environment and the SM clock read at the end of the measurement."""
+    environment = dict(device.environment)
+    if timing.health is not None:
+        environment["sm_clock_mhz"] = str(timing.health.end.sm_clock_mhz)
+    return environment
+
+
+def throttling_of(timing: Timing, baseline: BaselineEntry | None = None) -> Throttling | None:
+    """Throttling in the rounds kept, or None when they all ran at full clock; with the clocks that
+    could explain a slowdown (the drop within the measurement, the baseline's clock)."""
+    health = timing.health
+    if health is None or not health.throttled:
+        return None
+    recorded = baseline.environment.get("sm_clock_mhz") if baseline else None
+    return Throttling(
+        health.throttled,
+        health.clock_drop,
+        health.throttled_rounds,
+        lowest_clock_mhz=health.lowest_clock_mhz or min(health.start.sm_clock_mhz, health.end.sm_clock_mhz),
+        baseline_clock_mhz=int(recorded) if recorded and recorded.isdigit() else None,
+    )
+
+
+def record_of(metric: Metric) -> MetricRecord:
+    """A metric's measurement as a stored record: sample median and CI, quantiles, the rounds."""
+    summary = metric.summary
+    return MetricRecord(
+        method=metric.method,
+        median_ms=summary.median_ms,
+        ci_ms=(summary.ci_low_ms, summary.ci_high_ms),
+        n=summary.n,
+        quantiles_ms=tuple(stats.compress(metric.samples_ms)),
+        rounds_ms=metric.round_locations_ms,
+        resolution_ms=metric.resolution_ms,
+    )
