@@ -27,6 +27,7 @@ from pytest_kernelperf.model.result import BenchResult, Verdict
 from pytest_kernelperf.profiling.call_context import CallContext
 from pytest_kernelperf.profiling.explain import context_notes
 from pytest_kernelperf.settings import Settings
+from pytest_kernelperf.verdict.messages import named_twice
 
 
 class KernelBench:
@@ -126,11 +127,7 @@ class KernelBench:
         except ValueError as exc:
             run.fail(exc)
         if name in self._names:
-            label = "without a name" if name is None else f"with name={name!r}"
-            run.host.fail(
-                f"kernel_bench was called twice {label} in {run.nodeid}; give each call its own name= "
-                "(each name is its own baseline entry)"
-            )
+            run.host.fail(named_twice(run.nodeid, name))
         self._names.add(name)
 
     def _checked_then_timed(self, run: CallRun, spec: CallSpec) -> BenchResult:

@@ -5,5 +5,5 @@ RunJudgement); `spec` the call's arguments, validated once (CallSpec); then the 
 the facade runs them: `check` (the first call, against the reference), `counterpart` (fn at
 --kernelperf-against's revision), `timed` (the rounds, placements, memory, profile) and `judged`
 (the verdict, measured twice where slower, the baseline entry, the failures). A stage imports
-`context` and `spec`, and `judged` and `timed` the counterpart's record; none imports the facade.
+`context` and `spec` (and `timed` the counterpart's record), never another stage or the facade.
 """

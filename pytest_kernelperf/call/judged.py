@@ -43,6 +43,7 @@ from pytest_kernelperf.verdict.messages import (
     ratio_message,
     regression_message,
     strictly_not_judged,
+    timing_failed,
 )
 from pytest_kernelperf.verdict.ratio import check_ratio
 
@@ -190,7 +191,7 @@ def _measured_again(run: CallRun, rounds: Rounds) -> tuple[Timing, Timing | None
         except TimingError as exc:
             timing, others, problem = None, [], exc
     if timing is None:  # outside the except block: no chained traceback
-        run.host.fail(f"kernel_bench could not time {run.nodeid} again: {problem}")
+        run.host.fail(timing_failed(run.nodeid, problem, again=True))
     for note in timing.notes:
         run.warn(note)
     return timing, (others[0] if others else None)

@@ -14,7 +14,7 @@ import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from pytest_kernelperf.call.context import CallRun
 from pytest_kernelperf.correctness import NotRestorable, restore, snapshot
@@ -187,8 +187,7 @@ def spec_of(
             run.warn(f"kernel_bench {problem.removeprefix('note: ')}")
     if error is not None:  # failed outside the except block: no chained traceback
         run.fail(error)
-    reference = own.get("reference")
-    assert reference is None or callable(reference)
+    reference = cast("Callable[..., Any] | None", own.get("reference"))
     limit = _max_ratio(run, own.get("max_ratio"), reference)
     if not isinstance(restore_inputs, bool):
         run.fail("restore_inputs= must be True or False")

@@ -26,6 +26,7 @@ from pytest_kernelperf.profiling.call_context import CallContext, CallRecord
 from pytest_kernelperf.profiling.capture import PROFILED_CALLS, CallProfile, ProfileRequest, artifact_folder
 from pytest_kernelperf.verdict import noise
 from pytest_kernelperf.verdict.memory import judge_memory
+from pytest_kernelperf.verdict.messages import no_timer, timing_failed
 from pytest_kernelperf.verdict.prior import groups, within_variance
 
 
@@ -55,7 +56,7 @@ def set_up(
     except TimingError as exc:
         timer, unusable = None, str(exc)
     if timer is None:  # outside the except block: no chained traceback
-        run.host.fail(f"kernel_bench cannot time {run.nodeid}: {unusable} (--kernelperf-timer)")
+        run.host.fail(no_timer(run.nodeid, unusable))
     # Recording lets each autotuner choose afresh (a pin would keep an old config forever),
     # except in a later recording process: its baselines are the first process's entries.
     pin = baseline is not None and (not run.settings.update or run.later_recording)
@@ -122,7 +123,7 @@ def measure(run: CallRun, rounds: Rounds, base: Counterpart | None, context: Cal
                 timing, timed = interleaved(rounds.timer, rounds.target, list(others.values()), plan)
             by_role = dict(zip(others, timed, strict=True))
     except TimingError as exc:
-        run.host.fail(f"kernel_bench could not time {run.nodeid}: {exc}")
+        run.host.fail(timing_failed(run.nodeid, exc))
     with run.clock.phase("context"):
         record = context.finish()
     for note in (*record.notes, *timing.notes):

@@ -107,6 +107,25 @@ def usage_error(nodeid: str, problem: object) -> str:
     return f"kernel_bench in {nodeid}: {problem}"
 
 
+def named_twice(nodeid: str, name: str | None) -> str:
+    """Two calls of one test under one name, which would share a baseline entry."""
+    label = "without a name" if name is None else f"with name={name!r}"
+    return (
+        f"kernel_bench was called twice {label} in {nodeid}; give each call its own name= "
+        "(each name is its own baseline entry)"
+    )
+
+
+def no_timer(nodeid: str, problem: object) -> str:
+    """No timer could be made for the call's device."""
+    return f"kernel_bench cannot time {nodeid}: {problem} (--kernelperf-timer)"
+
+
+def timing_failed(nodeid: str, problem: object, *, again: bool = False) -> str:
+    """The timer failed while measuring (`again`: while measuring a slower verdict once more)."""
+    return f"kernel_bench could not time {nodeid}{' again' if again else ''}: {problem}"
+
+
 def memory_message(label: str, device: str, check: MemoryCheck, baseline_where: str) -> str:
     """The failure of a call whose device memory grew beyond its threshold, with the figures."""
     assert check.baseline_bytes is not None and check.growth_bytes is not None
