@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_kernelperf import hookspec
+from pytest_kernelperf.call.context import Devices
 from pytest_kernelperf.measure.faults import FaultGuard
 from pytest_kernelperf.measure.memory import MemoryReading, MemoryRequest
 from pytest_kernelperf.measure.timing import Timer, make_timer
@@ -74,13 +75,15 @@ def pytest_configure(config: pytest.Config) -> None:
     gpus = GpuPlacement(settings, runs_kernels_here=role is Role.CHILD or not settings.isolate)
     session = config.stash[SESSION] = KernelperfSession(
         settings,
-        make_timer=lambda s, device: gpus.wrap_timer(_make_timer(config, s, device)),
-        device_info=lambda kind: _device_info(config, kind),
+        devices=Devices(
+            make_timer=lambda s, device: gpus.wrap_timer(_make_timer(config, s, device)),
+            device_info=lambda kind: _device_info(config, kind),
+            profile=lambda request: _profile_call(config, request),
+            peak_memory=lambda request: _peak_memory(config, request),
+        ),
         fail=_fail,
-        profile=lambda request: _profile_call(config, request),
         guard=lambda nodeid: lambda fn, name: faults.around_call(nodeid, fn, name),
         later_recording=role is Role.RECORDER,
-        peak_memory=lambda request: _peak_memory(config, request),
         # Only the main process writes to the terminal: never an xdist worker or a child process.
         progress=Progress(config, enabled=role is Role.MAIN),
         against=against,

@@ -492,6 +492,24 @@ def argument_type(field: str) -> Callable[[str], Any]:
     return parse
 
 
+def judged_setting(
+    field: str, *, given: object = None, recorded: object = None, run: Mapping[str, Any] | None = None
+) -> Any:
+    """The value of the judgement setting `field` for a saved result judged again (compare, bisect):
+    the one `given` (the command's argument), else the one the result was `recorded` as judged with,
+    else the `run`'s setting (its run file's settings), else the option's default. Each is read as
+    the option reads it, and one it does not accept (None, a bool, an alpha of 0) is passed over."""
+    option = _BY_FIELD[field]
+    for value in (given, recorded, (run or {}).get(field)):
+        if value is None or isinstance(value, bool):
+            continue
+        try:
+            return option.parse(value)
+        except ValueError:
+            continue
+    return option.default
+
+
 def merge_markers(closest_first: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """The arguments of a test's `kernelperf` markers (its own, its class's, its module's...),
     merged per key: the closest marker that sets a key wins, the others still set the rest."""

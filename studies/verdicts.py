@@ -125,7 +125,7 @@ def gpu_lock(store: Path) -> Any:
 def child_baseline(store: Path, small_by_work: bool) -> None:
     from pytest_kernelperf import atomic
     from pytest_kernelperf.baselines import schema, yaml_io
-    from pytest_kernelperf.kernel_bench import _record_of
+    from pytest_kernelperf.call.judged import record_of as _record_of
     from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey
 
     start_up()

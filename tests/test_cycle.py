@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from conftest import Project
 
-from pytest_kernelperf.kernel_bench import _measured_twice
+from pytest_kernelperf.call.judged import _measured_twice
 from pytest_kernelperf.model.result import BenchResult, Comparison, Reading, Verdict
 
 

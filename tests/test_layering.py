@@ -27,12 +27,13 @@ DOC = PACKAGE.parent / "docs" / "architecture.md"
 
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("model/",),
-    ("__init__.py", "formatting.py", "ids.py", "atomic.py", "tensors.py", "call_arguments.py", "revision/"),
+    ("__init__.py", "formatting.py", "ids.py", "atomic.py", "tensors.py", "revision/"),
     ("verdict/", "correctness.py"),
     ("measure/",),
     ("profiling/",),
     ("baselines/", "settings.py"),
     ("results/",),
+    ("call/",),
     ("kernel_bench.py", "hookspec.py", "testing.py", "history/"),
     ("plugins/",),
     ("plugin.py",),

@@ -136,8 +136,7 @@ def test_validate_max_ratio_accepts_positive_numbers() -> None:
 def test_interleaved_rounds_stay_paired_when_the_baseline_spread(monkeypatch: pytest.MonkeyPatch) -> None:
     # fn's baseline rounds spread 20%: more pairs are drawn (up to the cap), each of exactly one
     # round of fn and one of its reference, so the paired test always has as many of each.
-    from pytest_kernelperf import kernel_bench
-    from pytest_kernelperf.measure import health
+    from pytest_kernelperf.measure import health, interleave
     from pytest_kernelperf.measure.timing import Target, WallClockTimer
     from pytest_kernelperf.model.device import DeviceInfo
     from pytest_kernelperf.testing import sampling_plan
@@ -149,9 +148,9 @@ def test_interleaved_rounds_stay_paired_when_the_baseline_spread(monkeypatch: py
     )
     spread = replace(plan, max_rounds=12, known_round_sd=0.2)
     fn, ref = Target(lambda: None, cpu, label="fn"), Target(lambda: None, cpu, label="ref")
-    timing, (reference,) = kernel_bench._interleaved(WallClockTimer(), fn, [ref], spread)
+    timing, (reference,) = interleave.interleaved(WallClockTimer(), fn, [ref], spread)
     assert len(timing.device_time.round_locations_ms) == len(reference.device_time.round_locations_ms) == 12
-    timing, (reference,) = kernel_bench._interleaved(WallClockTimer(), fn, [ref], plan)
+    timing, (reference,) = interleave.interleaved(WallClockTimer(), fn, [ref], plan)
     assert len(timing.device_time.round_locations_ms) == len(reference.device_time.round_locations_ms) == 3
 
 
@@ -170,7 +169,7 @@ def scripted_target(label: str) -> Any:
 def test_interleaved_rounds_rotate_the_order_of_three_functions() -> None:
     """fn, its counterpart at another revision and its reference: each group of rounds starts one
     place later, so no function always goes first."""
-    from pytest_kernelperf import kernel_bench
+    from pytest_kernelperf.measure import interleave
     from pytest_kernelperf.measure.timing import Target, Timing
     from pytest_kernelperf.testing import ScriptedTimer, sampling_plan
 
@@ -181,7 +180,7 @@ def test_interleaved_rounds_rotate_the_order_of_three_functions() -> None:
             order.append(target.label)
             return super().measure(target, plan)
 
-    timing, others = kernel_bench._interleaved(
+    timing, others = interleave.interleaved(
         Recording(),
         scripted_target("fn"),
         [scripted_target("base"), scripted_target("ref")],
@@ -193,7 +192,7 @@ def test_interleaved_rounds_rotate_the_order_of_three_functions() -> None:
 
 def test_interleaved_rounds_draw_more_groups_while_more_asks() -> None:
     """`more` sees every function's rounds so far and decides on further groups after the plan's."""
-    from pytest_kernelperf import kernel_bench
+    from pytest_kernelperf.measure import interleave
     from pytest_kernelperf.measure.timing import Timing
     from pytest_kernelperf.testing import ScriptedTimer, sampling_plan
 
@@ -203,7 +202,7 @@ def test_interleaved_rounds_draw_more_groups_while_more_asks() -> None:
         seen.append((len(fn_rounds), len(other_rounds[0])))
         return len(fn_rounds) < 7
 
-    timing, (base,) = kernel_bench._interleaved(
+    timing, (base,) = interleave.interleaved(
         ScriptedTimer(), scripted_target("fn"), [scripted_target("base")], sampling_plan(rounds=3), more
     )
     assert [len(t.device_time.round_locations_ms) for t in (timing, base)] == [7, 7]

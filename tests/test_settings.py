@@ -6,7 +6,15 @@ from pathlib import Path
 import pytest
 
 from pytest_kernelperf.measure.timing import SamplingPlan
-from pytest_kernelperf.settings import DEFAULTS, OPTIONS, Settings, SettingsError, merge_markers, resolve
+from pytest_kernelperf.settings import (
+    DEFAULTS,
+    OPTIONS,
+    Settings,
+    SettingsError,
+    judged_setting,
+    merge_markers,
+    resolve,
+)
 from pytest_kernelperf.testing import sampling_plan
 
 ROOT = Path("/project")
@@ -177,3 +185,14 @@ def test_a_relative_history_is_where_pytest_started_or_beside_the_ini_file() -> 
     assert from_ini.history == ROOT / "h.sqlite"
     absolute = resolve({"history": "/data/h.sqlite"}, {}, rootdir=ROOT, invocation_dir=started)
     assert absolute.history == Path("/data/h.sqlite")
+
+
+def test_a_saved_result_is_judged_with_the_argument_then_its_own_then_the_runs_then_the_default() -> None:
+    run = {"threshold": 0.2, "alpha": 0.02}
+    assert judged_setting("threshold", given="5%", recorded=0.1, run=run) == pytest.approx(0.05)
+    assert judged_setting("threshold", recorded=0.0, run=run) == 0.0  # a threshold of 0 is one
+    assert judged_setting("threshold", run=run) == 0.2
+    assert judged_setting("threshold", run={"threshold": True}) == DEFAULTS["threshold"]
+    assert judged_setting("alpha", recorded=0.0, run=run) == 0.02  # an alpha of 0 was never judged with
+    assert judged_setting("alpha", run={"alpha": 2}) == DEFAULTS["alpha"]
+    assert judged_setting("host_threshold") == DEFAULTS["host_threshold"]

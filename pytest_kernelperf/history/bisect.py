@@ -41,7 +41,7 @@ from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricReco
 from pytest_kernelperf.model.device import CARD_KEY
 from pytest_kernelperf.model.result import BenchResult
 from pytest_kernelperf.results import runfile
-from pytest_kernelperf.settings import DEFAULTS, argument_type
+from pytest_kernelperf.settings import DEFAULTS, argument_type, judged_setting
 from pytest_kernelperf.verdict.judgement import (
     JudgementContext,
     Measured,
@@ -120,11 +120,9 @@ class _Measurements:
         record, card = found
         return BaselineEntry(record, recorded="", environment={CARD_KEY: card} if card else {})
 
-    def alpha(self) -> float:
-        value = self.settings.get("alpha")
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1:
-            return float(value)
-        return float(DEFAULTS["alpha"])
+    def setting(self, field: str) -> float:
+        """The run's setting `field`, as a saved run's judgement reads it (settings.judged_setting)."""
+        return float(judged_setting(field, run=self.settings))
 
 
 def _module_test(key: Key) -> tuple[str, str]:
@@ -151,8 +149,8 @@ def judge_against(
         record, card = cands.records[key]
         context = JudgementContext(
             threshold=threshold,
-            alpha=goods.alpha(),
-            host_threshold=float(DEFAULTS["host_threshold"]),
+            alpha=goods.setting("alpha"),
+            host_threshold=goods.setting("host_threshold"),
             planned_judgements=planned_judgements(stored, planned, key[2]),
             prior=priors.get(key[2]),
             baseline_name="GOOD",
@@ -272,15 +270,20 @@ def read_run(path: Path) -> dict[str, Any]:
         raise BisectError(str(exc)) from None
 
 
-def judge_main(argv: Sequence[str]) -> int:
-    """The script `git bisect run` calls at each commit (in the bisection worktree)."""
+def judge_arguments(argv: Sequence[str]) -> argparse.Namespace:
+    """judge_main's arguments; --threshold is read as --kernelperf-threshold reads it (5% or 0.05)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--good", type=Path, required=True)
     parser.add_argument("--runs", type=Path, required=True)
-    parser.add_argument("--threshold", type=float, required=True)
+    parser.add_argument("--threshold", type=argument_type("threshold"), required=True)
     parser.add_argument("--paired", metavar="GOOD_SHA", help="time each commit beside GOOD's code")
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def judge_main(argv: Sequence[str]) -> int:
+    """The script `git bisect run` calls at each commit (in the bisection worktree)."""
+    args = judge_arguments(argv)
     pytest_args = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
     worktree = Path.cwd()
     commit = _git(worktree, "rev-parse", "HEAD").stdout.strip()
@@ -479,7 +482,8 @@ def bisect(
     status: int | None = None
     failed = False
     try:
-        status = _bisect(top, good, bad, good_sha, bad_sha, pytest_args, threshold, out, work, paired)
+        job = _Bisection(top, good, bad, good_sha, bad_sha, tuple(pytest_args), threshold, paired)
+        status = _bisect(job, out, work)
         return status
     except KeyboardInterrupt:
         raise
@@ -498,18 +502,24 @@ def bisect(
                 shutil.rmtree(work, ignore_errors=True)
 
 
-def _bisect(
-    top: Path,
-    good: str,
-    bad: str,
-    good_sha: str,
-    bad_sha: str,
-    pytest_args: Sequence[str],
-    threshold: float,
-    out: TextIO,
-    work: Path,
-    paired: bool = False,
-) -> int:
+@dataclass(frozen=True)
+class _Bisection:
+    """What one bisection searches: the checkout's top, GOOD and BAD as given and as commits, the
+    pytest arguments, the threshold, and whether each commit is timed beside GOOD's code."""
+
+    top: Path
+    good: str
+    bad: str
+    good_sha: str
+    bad_sha: str
+    pytest_args: tuple[str, ...]
+    threshold: float
+    paired: bool = False
+
+
+def _bisect(job: _Bisection, out: TextIO, work: Path) -> int:
+    top, good, bad, good_sha, bad_sha = job.top, job.good, job.bad, job.good_sha, job.bad_sha
+    pytest_args, threshold, paired = job.pytest_args, job.threshold, job.paired
     runs = work / "runs"
     log = runs / "pytest.log"
     good_tree, bisect_tree = work / "good", work / "bisect"

@@ -5,31 +5,43 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from pytest_kernelperf.model.names import RUN_SCHEMA, RUN_SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from typing import Unpack
 
 H200 = "NVIDIA H200"
 DEVICE_ENV = {"torch": "2.13.0", "triton": "3.6.0", "cuda": "12.8", "driver": "570.86", "capability": "9.0"}
 
 
-def result(
-    nodeid: str,
-    median_ms: float,
-    *,
-    name: str | None = None,
-    device: str = H200,
-    cache: str = "hot",
-    rounds: Sequence[float] | None = None,
-    kernels: Sequence[tuple[str, str | None]] | None = None,
-    autotune: dict[str, Any] | None = None,
-    nbytes: int | None = None,
-    reference_ratio: float | None = None,
-    host_ms: float | None = None,
-    artifacts: Sequence[str] = (),
-    samples: int = 20,
-    peak_memory_bytes: int | None = None,
-) -> dict[str, Any]:
+class ResultShape(TypedDict, total=False):
+    """What result() makes besides its test and level, each left out where not given: the call's
+    name, the device (an H200) and cache ("hot"), its rounds, kernels, autotune choices, bytes,
+    ratio to a reference, host latency, artefacts, samples (20) and peak device memory."""
+
+    name: str | None
+    device: str
+    cache: str
+    rounds: Sequence[float] | None
+    kernels: Sequence[tuple[str, str | None]] | None
+    autotune: dict[str, Any] | None
+    nbytes: int | None
+    reference_ratio: float | None
+    host_ms: float | None
+    artifacts: Sequence[str]
+    samples: int
+    peak_memory_bytes: int | None
+
+
+def result(nodeid: str, median_ms: float, **shape: Unpack[ResultShape]) -> dict[str, Any]:
+    """One timed result of `nodeid` at `median_ms`, shaped as `shape` says."""
+    name, device, cache = shape.get("name"), shape.get("device", H200), shape.get("cache", "hot")
+    rounds, kernels, autotune = shape.get("rounds"), shape.get("kernels"), shape.get("autotune")
+    nbytes, reference_ratio, host_ms = shape.get("nbytes"), shape.get("reference_ratio"), shape.get("host_ms")
+    artifacts, samples = shape.get("artifacts", ()), shape.get("samples", 20)
+    peak_memory_bytes = shape.get("peak_memory_bytes")
     rng = random.Random(f"{nodeid}:{median_ms}")
     samples_ms = [median_ms * (1 + rng.gauss(0, 0.002)) for _ in range(samples)]
     device_time: dict[str, Any] = {

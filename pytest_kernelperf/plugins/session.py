@@ -7,19 +7,19 @@ import sqlite3
 import warnings
 from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate
 from pytest_kernelperf.baselines.yaml_io import BaselineError
-from pytest_kernelperf.kernel_bench import Callbacks, KernelBench, no_guard
-from pytest_kernelperf.measure.memory import MemoryReading, MemoryRequest
-from pytest_kernelperf.measure.timing import Timer
+from pytest_kernelperf.call.context import CallRun, Devices, Host, RunJudgement
+from pytest_kernelperf.call.counterpart import RevisionLookup
+from pytest_kernelperf.kernel_bench import KernelBench
 from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, split_nodeid
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.model.result import BenchResult
 from pytest_kernelperf.plugins.progress import Progress
-from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
 from pytest_kernelperf.results.cost import RunClock
 from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict.judgement import PastRuns, against_judgements, noise_priors, planned_judgements
@@ -39,32 +39,29 @@ class KernelperfSession:
         self,
         settings: Settings,
         *,
-        make_timer: Callable[[Settings, DeviceInfo], Timer],
-        device_info: Callable[[str], DeviceInfo],
+        devices: Devices,
         fail: Callable[[str], NoReturn],
-        profile: Callable[[ProfileRequest], CallProfile] | None = None,
         guard: Callable[[str], Callable[[Callable[..., Any], str | None], AbstractContextManager[None]]]
         | None = None,
         later_recording: bool = False,
-        peak_memory: Callable[[MemoryRequest], MemoryReading | None] | None = None,
         progress: Progress | None = None,
         against: AgainstRevision | None = None,
     ) -> None:
+        """`devices`: the device factories each test's kernel_bench gets; `guard`: per test id, what
+        wraps each of its kernel_bench calls (see faults.py)."""
         self.settings = settings
         self.store = BaselineStore(settings.baseline_dir, replace_unreadable=settings.replace_unreadable)
         self.results: list[BenchResult] = []
         self.updates: list[FileUpdate] = []
-        self._make_timer = make_timer
-        self._device_info = device_info
+        self._devices = replace(devices, device_info=self._cached_device_info)
+        self._device_info = devices.device_info
         self._fail = fail
-        self._profile = profile
         self._device_cache: dict[str, DeviceInfo] = {}
         self._guard = guard  # per test id: wraps each kernel_bench call (see faults.py)
         self._deferred: dict[str, list[str]] = {}  # per test id: failures reported at its end
         self.planned_tests: list[str] = []  # node ids this run will execute (set after collection)
         self._baseline_sets: dict[str, tuple[NoisePrior, int]] = {}
         self.later_recording = later_recording  # a later recording process pins to the first's choices
-        self._peak_memory = peak_memory
         self.progress = progress  # long steps said on the terminal (the main process only)
         if progress is not None:
             progress.timed_run = settings.timing
@@ -75,31 +72,28 @@ class KernelperfSession:
         settings = self.settings
         if marker_kwargs:
             settings = settings.with_marker(marker_kwargs, where=f"@pytest.mark.kernelperf on {nodeid}")
-        hooks = Callbacks(
+        host = Host(
             fail=self._fail,
             warn=_warn,
             record=self.results.append,
-            make_timer=self._make_timer,
-            device_info=self._cached_device_info,
-            profile=self._profile,
-            guard=self._guard(nodeid) if self._guard else lambda fn, name: no_guard(),
             deferred=self._deferred.setdefault(nodeid, []).append,
+            progress=self.progress.step if self.progress is not None else (lambda what: nullcontext()),
+        )
+        judgement = RunJudgement(
             noise_prior=lambda device: self.baseline_set(device)[0],
             planned_judgements=lambda device: self.baseline_set(device)[1],
             past_rounds=self.past_rounds,
-            peak_memory=self._peak_memory or (lambda request: None),
-            progress=self.progress.step if self.progress is not None else (lambda what: nullcontext()),
-            revision=self.against.revision if self.against is not None else None,
-            find_at_revision=self.against.find if self.against is not None else None,
         )
-        return KernelBench(
-            nodeid=nodeid,
-            settings=settings,
-            store=self.store,
-            hooks=hooks,
-            device=device,
-            later_recording=self.later_recording,
+        devices = self._devices
+        if self._guard is not None:
+            devices = replace(devices, guard=self._guard(nodeid))
+        test = CallRun(
+            nodeid, None, settings, host, devices, judgement, self.store, later_recording=self.later_recording
         )
+        against = None
+        if self.against is not None:
+            against = RevisionLookup(self.against.revision, self.against.find)
+        return KernelBench(test, device=device, against=against)
 
     def take_deferred(self, nodeid: str) -> list[str]:
         """The failures kernel_bench deferred to the end of this test (each measured row is shown

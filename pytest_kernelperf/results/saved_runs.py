@@ -21,7 +21,7 @@ from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey
 from pytest_kernelperf.model.device import CARD_KEY, DeviceInfo, Peak
 from pytest_kernelperf.model.result import BenchResult, MemoryCheck, Verdict
 from pytest_kernelperf.results.runfile import RunReport
-from pytest_kernelperf.settings import DEFAULTS
+from pytest_kernelperf.settings import judged_setting
 from pytest_kernelperf.verdict.judgement import (
     JudgementContext,
     Measured,
@@ -45,11 +45,6 @@ def key_of(result: BenchResult) -> ResultKey:
 def describe_key(key: ResultKey) -> str:
     module, test, device, cache = key
     return f"{module}::{test} on {device} ({cache} cache)"
-
-
-def _setting(run: RunReport, name: str, default: float) -> float:
-    value = run.settings.get(name)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
 
 
 @dataclass(frozen=True)
@@ -133,17 +128,16 @@ def judge_run(
         if not _timed(result):  # checked only: nothing to compare
             judged.append(result)
             continue
-        used = result.comparison
-        # A marker's threshold of 0 is a threshold: only None means "not recorded".
-        t = threshold if threshold is not None else (used.threshold if used else None)
-        a = alpha if alpha is not None else (used.alpha if used and used.alpha else None)
-        host = result.host_comparison
+        used, host = result.comparison, result.host_comparison
+        recorded = new.settings
         context = JudgementContext(
-            threshold=t if t is not None else _setting(new, "threshold", DEFAULTS["threshold"]),
-            alpha=a if a is not None else _setting(new, "alpha", DEFAULTS["alpha"]),
-            host_threshold=host.threshold
-            if host and host.threshold is not None
-            else _setting(new, "host_threshold", DEFAULTS["host_threshold"]),
+            threshold=judged_setting(
+                "threshold", given=threshold, recorded=used.threshold if used else None, run=recorded
+            ),
+            alpha=judged_setting("alpha", given=alpha, recorded=used.alpha if used else None, run=recorded),
+            host_threshold=judged_setting(
+                "host_threshold", recorded=host.threshold if host else None, run=recorded
+            ),
             planned_judgements=planned_judgements(stored, planned_tests, result.device),
             prior=priors.get(result.device),
             baseline_name=source,

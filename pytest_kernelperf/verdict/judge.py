@@ -26,18 +26,21 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from pytest_kernelperf.model.result import POWER, Comparison, Throttling, Verdict
 from pytest_kernelperf.verdict import noise
 from pytest_kernelperf.verdict import prior as prior_mod
+from pytest_kernelperf.verdict.messages import UPDATE_HINT
+
+if TYPE_CHECKING:
+    from typing import Unpack
 
 MODEL = "t test on log round locations"
 # A throttled measurement may still be judged when throttling cannot explain the change: a clock
 # drop of x% slows a kernel by at most about x/(1-x), never by 2x.
 THROTTLE_LIMIT_RATIO = 2.0
 THROTTLE_MARGIN = 3.0  # "a wide margin": the change must exceed 3x what the clock drop explains
-UPDATE_HINT = "re-record it with `pytest --kernelperf-update-baselines`"
 
 
 class StoredMetric(Protocol):
@@ -123,23 +126,31 @@ def throttling_explains(throttling: Throttling, ratio: float) -> bool:
     return slowdown is not None and abs(ratio - 1) <= THROTTLE_MARGIN * slowdown
 
 
-def judge(
-    current: Rounds,
-    baseline: Rounds | None,
-    *,
-    device: str,
-    threshold: float,
-    alpha: float,
-    planned_judgements: int = 1,
-    prior: prior_mod.NoisePrior | None = None,
-    throttling: Throttling | None = None,
-    baseline_name: str = "baseline",
-    history: Sequence[Sequence[float]] | None = None,
-) -> Comparison:
+class _Floors(TypedDict):
+    device: str
+    threshold: float  # the practical floor: a relative change that counts
+    alpha: float  # the run's false-alarm rate, shared by its planned judgements
+
+
+class JudgeOptions(_Floors, total=False):
+    """What judge() is told beside the two measurements: the device, the floors and level (always),
+    and what the run knows of the noise, the clock and the kernel's past runs."""
+
+    planned_judgements: int  # Bonferroni's m (1 if not said)
+    prior: prior_mod.NoisePrior | None
+    throttling: Throttling | None
+    baseline_name: str  # what the baseline is called in reasons ("baseline" if not said)
+    history: Sequence[Sequence[float]] | None
+
+
+def judge(current: Rounds, baseline: Rounds | None, **options: Unpack[JudgeOptions]) -> Comparison:
     """The verdict on `current` against `baseline` (see the module docstring for the model).
     `history`: the rounds of this kernel's past runs (oldest first), to learn its between-process
     noise from."""
-    planned = max(1, planned_judgements)
+    device, threshold, alpha = options["device"], options["threshold"], options["alpha"]
+    planned = max(1, options.get("planned_judgements", 1))
+    prior, throttling, history = options.get("prior"), options.get("throttling"), options.get("history")
+    baseline_name = options.get("baseline_name", "baseline")
     if baseline is None:
         return Comparison(
             Verdict.NEW,

@@ -12,9 +12,7 @@ model/result.py. Pure: no torch, no pytest.
 
 from __future__ import annotations
 
-import math
-
-from pytest_kernelperf.model.result import MEMORY_FLOOR_BYTES, MemoryCheck, allowed_growth
+from pytest_kernelperf.model.result import MemoryCheck, allowed_growth
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
@@ -44,27 +42,3 @@ def memory_text(check: MemoryCheck) -> str:
     if growth:
         text += f" ({'+' if growth > 0 else '-'}{format_bytes(abs(growth))})"
     return text
-
-
-def memory_message(label: str, device: str, check: MemoryCheck, baseline_where: str) -> str:
-    """The failure of a call whose device memory grew beyond its threshold, with the figures."""
-    assert check.baseline_bytes is not None and check.growth_bytes is not None
-    allowed = check.allowed_growth_bytes
-    assert allowed is not None
-    change = check.change_pct
-    pct = f", {change:+.1f}%" if change is not None and math.isfinite(change) else ""
-    if check.allocations:
-        allocations = (
-            "  largest allocations of one call now (torch.profiler, operator and its own net "
-            f"allocation): {', '.join(check.allocations)}; the baseline keeps no per-allocation "
-            "record, so which of them grew is not known.\n"
-        )
-    else:
-        allocations = "  which allocations grew is not known (the profiler named none).\n"
-    return (
-        f"device memory grew in {label} on {device}: peak {format_bytes(check.peak_bytes)} "
-        f"({check.peak_bytes} bytes) beyond the inputs vs baseline {format_bytes(check.baseline_bytes)} "
-        f"({check.baseline_bytes} bytes): +{format_bytes(check.growth_bytes)}{pct}, more than the "
-        f"+{format_bytes(allowed)} allowed (memory_threshold {check.threshold * 100:g}%, at least "
-        f"{format_bytes(MEMORY_FLOOR_BYTES)}).\n" + allocations + f"  baseline: {baseline_where}.\n"
-    )

@@ -10,13 +10,15 @@ rounds cancels. Pure logic: no torch, no pytest.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, TypedDict
 
 from pytest_kernelperf.model.result import RatioCheck
 from pytest_kernelperf.verdict import noise
 from pytest_kernelperf.verdict.judge import paired_test
 from pytest_kernelperf.verdict.prior import NoisePrior
 
-RATIO_HINT = "Speed up the kernel, or raise max_ratio= in the kernel_bench call if the limit is too tight."
+if TYPE_CHECKING:
+    from typing import Unpack
 
 
 def validate_max_ratio(value: object) -> float:
@@ -29,20 +31,33 @@ def validate_max_ratio(value: object) -> float:
     return number
 
 
+class _Limit(TypedDict):
+    max_ratio: float
+    alpha: float
+
+
+class RatioOptions(_Limit, total=False):
+    """What check_ratio() is told beside the two functions' rounds: the limit and level (always),
+    the reference's samples, the device, Bonferroni's m and the noise prior."""
+
+    reference_samples_ms: tuple[float, ...]
+    device: str
+    planned_judgements: int
+    prior: NoisePrior | None
+
+
 def check_ratio(
     rounds_ms: tuple[float, ...],
     method: str,
     reference_rounds_ms: tuple[float, ...],
     reference_method: str,
-    *,
-    max_ratio: float,
-    alpha: float,
-    reference_samples_ms: tuple[float, ...] = (),
-    device: str = "",
-    planned_judgements: int = 1,
-    prior: NoisePrior | None = None,
+    **options: Unpack[RatioOptions],
 ) -> RatioCheck:
     """fn's rounds against its reference's, paired round by round."""
+    max_ratio, alpha = options["max_ratio"], options["alpha"]
+    reference_samples_ms = options.get("reference_samples_ms", ())
+    device, planned_judgements = options.get("device", ""), options.get("planned_judgements", 1)
+    prior = options.get("prior")
     reference_level = noise.geometric_mean(reference_rounds_ms)
     common = {
         "method": reference_method,
@@ -83,14 +98,4 @@ def check_ratio(
         noise_sd=test.sd,
         noise_source=test.source,
         **common,  # type: ignore[arg-type]
-    )
-
-
-def ratio_message(label: str, device: str, median_ms: float, check: RatioCheck) -> str:
-    return (
-        f"ratio to reference exceeded in {label} on {device}: {median_ms:.4g} ms is "
-        f"{check.ratio:#.3g}x the reference's {check.reference_median_ms:.4g} ms "
-        f"(max_ratio {check.max_ratio:g}).\n"
-        f"  evidence: {check.evidence()}; both timed in this run with {check.method}, rounds interleaved.\n"
-        f"  {RATIO_HINT}"
     )

@@ -16,11 +16,15 @@ import itertools
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypedDict
 
 from pytest_kernelperf.model.result import Verdict
 from pytest_kernelperf.verdict.judge import Rounds, judge
 from pytest_kernelperf.verdict.noise import midmean
 from pytest_kernelperf.verdict.prior import NoisePrior
+
+if TYPE_CHECKING:
+    from typing import Unpack
 
 DEVICE = "recorded"
 
@@ -113,22 +117,32 @@ class Simulation:
         return self.slower / self.trials
 
 
+class _Design(TypedDict):
+    trials: int
+    rounds: int
+    baseline_rounds: int
+    threshold: float
+    alpha: float
+    suite_size: int
+
+
+class SimulationOptions(_Design, total=False):
+    """How simulate() draws and judges: trials, rounds of a measurement and of its baseline, the
+    judgement's floor, alpha and suite size (always); the seed (0) and timing method ("cupti")."""
+
+    seed: int
+    method: str
+
+
 def simulate(
-    pools: Mapping[str, Sequence[float]],
-    slowdowns: Sequence[float],
-    *,
-    trials: int,
-    rounds: int,
-    baseline_rounds: int,
-    threshold: float,
-    alpha: float,
-    suite_size: int,
-    seed: int = 0,
-    method: str = "cupti",
+    pools: Mapping[str, Sequence[float]], slowdowns: Sequence[float], **options: Unpack[SimulationOptions]
 ) -> list[Simulation]:
     """Per kernel and slowdown: how often a measurement of `rounds` rounds, scaled by 1 + slowdown,
     is judged slower than a baseline of `baseline_rounds` rounds, both drawn from the kernel's pool of
     measured rounds, at the level alpha / suite_size, with the prior pooled from every pool."""
+    trials, rounds, baseline_rounds = options["trials"], options["rounds"], options["baseline_rounds"]
+    threshold, alpha, suite_size = options["threshold"], options["alpha"], options["suite_size"]
+    seed, method = options.get("seed", 0), options.get("method", "cupti")
     rng = random.Random(seed)
     need = rounds + baseline_rounds
     short = [kernel for kernel, pool in pools.items() if len(pool) < need]

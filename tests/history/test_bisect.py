@@ -12,7 +12,14 @@ from conftest import git_run, scripted_conftest
 
 from pytest_kernelperf import cli
 from pytest_kernelperf.history import synthetic_runs as rf
-from pytest_kernelperf.history.bisect import SKIP, explain, judge, judge_against, judge_paired_run
+from pytest_kernelperf.history.bisect import (
+    SKIP,
+    explain,
+    judge,
+    judge_against,
+    judge_arguments,
+    judge_paired_run,
+)
 from pytest_kernelperf.verdict.judgement import failures
 
 CONFTEST = scripted_conftest(samples=10)
@@ -209,3 +216,10 @@ def test_a_paired_bisect_finds_a_small_slowdown_timing_each_commit_beside_good(
     assert "+3.0% against GOOD, paired in one process" in text
     assert _git(repo, "worktree", "list").count("\n") == 1
     assert _git(repo, "status", "--porcelain") == ""
+
+
+def test_the_judge_at_each_commit_reads_the_threshold_as_pytest_does() -> None:
+    read = judge_arguments(["--good", "g.json", "--runs", "runs", "--threshold", "5%"])
+    assert read.threshold == pytest.approx(0.05)
+    with pytest.raises(SystemExit):
+        judge_arguments(["--good", "g.json", "--runs", "runs", "--threshold", "-5%"])

@@ -1,0 +1,329 @@
+"""The judged stage: the baseline a call is judged against, the verdict (and max_ratio's), a slower
+verdict measured twice, the baseline entry of the measurement, and the failures it raises."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from pytest_kernelperf.baselines.yaml_io import BaselineError
+from pytest_kernelperf.call.context import CallRun, Measurement, Rounds
+from pytest_kernelperf.call.spec import CallSpec
+from pytest_kernelperf.formatting import utc_stamp
+from pytest_kernelperf.measure.clock import active
+from pytest_kernelperf.measure.interleave import OtherFailed, interleaved
+from pytest_kernelperf.measure.timing import Metric, Timing, TimingError, merge_rounds
+from pytest_kernelperf.model.baseline import (
+    BaselineEntry,
+    EntryKey,
+    MetricRecord,
+    entry_test_id,
+    split_nodeid,
+)
+from pytest_kernelperf.model.device import CARD_KEY, DeviceInfo
+from pytest_kernelperf.model.result import (
+    MEASURED_TWICE,
+    NOT_JUDGED,
+    BenchResult,
+    MemoryCheck,
+    RatioCheck,
+    Reading,
+    Throttling,
+    Verdict,
+)
+from pytest_kernelperf.profiling.call_context import CallRecord
+from pytest_kernelperf.profiling.capture import CallProfile
+from pytest_kernelperf.profiling.envdiff import differences
+from pytest_kernelperf.profiling.explain import regression_details
+from pytest_kernelperf.verdict import stats
+from pytest_kernelperf.verdict.judgement import (
+    Failure,
+    Measured,
+    PastRuns,
+    failures,
+    judge_measurement,
+    remeasure_wanted,
+)
+from pytest_kernelperf.verdict.messages import (
+    against_message,
+    memory_failure,
+    not_judged,
+    ratio_message,
+    regression_message,
+    strictly_not_judged,
+    timing_failed,
+)
+from pytest_kernelperf.verdict.ratio import check_ratio
+
+
+def measurement(run: CallRun, kind: str, *, stored: bool = True) -> Measurement:
+    """Where the call's measurement belongs on the device of `kind`, with its stored baseline entry
+    where it is judged against one (`stored`: not against a revision)."""
+    __tracebackhide__ = True
+    device = run.devices.device_info(kind)
+    path = run.store.path_for(split_nodeid(run.nodeid)[0])
+    key = EntryKey(entry_test_id(run.nodeid, run.name), device.name, run.settings.cache)
+    if not stored:  # against a revision, the stored baselines play no part
+        return Measurement(device, path, key)
+    with run.clock.phase("baseline_io"):
+        return Measurement(device, path, key, _baseline(run, path, key))
+
+
+def _baseline(run: CallRun, path: Path, key: EntryKey) -> BaselineEntry | None:
+    __tracebackhide__ = True
+    try:
+        return run.store.lookup(path, key)
+    except BaselineError as exc:
+        problem = exc
+    if run.settings.update and run.settings.replace_unreadable:
+        run.host.warn(f"{problem.path}: {problem.problem}; REPLACING this file: its entries are lost")
+        return None
+    run.host.fail(str(problem))  # outside the except block: no chained traceback
+
+
+def ratio(run: CallRun, timing: Timing, reference: Timing, device: DeviceInfo, limit: float) -> RatioCheck:
+    """fn's rounds against its reference's, for max_ratio=."""
+    measured, ref = timing.device_time, reference.device_time
+    check = check_ratio(
+        measured.round_locations_ms,
+        measured.method,
+        ref.round_locations_ms,
+        ref.method,
+        max_ratio=limit,
+        alpha=run.settings.alpha,
+        reference_samples_ms=ref.samples_ms,
+        device=device.name,
+        planned_judgements=run.judgement.planned_judgements(device.name),
+        prior=run.judgement.noise_prior(device.name),
+    )
+    if measured.method != ref.method:
+        run.warn(f"{check.reason}; max_ratio was not checked")
+    return check
+
+
+def judge(run: CallRun, timing: Timing, measurement: Measurement, spec: CallSpec) -> BenchResult:
+    """The measurement judged against its baseline entry (with spec's bytes and flops per call)."""
+    settings, device, baseline = run.settings, measurement.device, measurement.baseline
+    measured, host = timing.device_time, timing.host_latency
+    throttling = throttling_of(timing, baseline)
+    history = None
+    if baseline is not None:
+        history = run.judgement.past_rounds(
+            PastRuns.of(run.nodeid, run.name, settings.cache, device.name, baseline)
+        )
+    context = run.judgement_context(device, history)
+    current = Measured(
+        record_of(measured),
+        record_of(host) if host is not None else None,
+        device.environment.get(CARD_KEY),
+    )
+    comparison, host_comparison = judge_measurement(
+        current, baseline, context, device=device.name, throttling=throttling
+    )
+    host_base = baseline.host_latency if baseline else None
+    notes = list(timing.notes)
+    if timing.health is not None:
+        notes.append(timing.health.describe())
+    if timing.throttled_rounds:
+        notes.append(
+            f"{timing.throttled_rounds} throttled round(s) seen; re-measured where the budget allowed"
+        )
+    return BenchResult(
+        nodeid=run.nodeid,
+        name=run.name,
+        device=device.name,
+        verdict=comparison.verdict,
+        cache=settings.cache,
+        method=measured.method,
+        median_ms=measured.level_ms,
+        samples_ms=measured.samples_ms,
+        ci_ms=(min(measured.round_locations_ms), max(measured.round_locations_ms)),
+        baseline_ms=baseline.device_time.level_ms if baseline else None,
+        comparison=comparison,
+        host_method=host.method if host else None,
+        host_median_ms=host.level_ms if host else None,
+        host_baseline_ms=host_base.level_ms if host_base else None,
+        host_comparison=host_comparison,
+        baseline_file=str(measurement.path),
+        notes=tuple(notes),
+        bytes=spec.bytes,
+        flops=spec.flops,
+        wall_s=timing.wall_s,
+        device_index=device.index,
+        rounds_ms=measured.round_locations_ms,
+        resolution_ms=measured.resolution_ms,
+        throttled_rounds=timing.throttled_rounds,
+        throttling=throttling,
+    )
+
+
+def confirmed(
+    run: CallRun,
+    rounds: Rounds,
+    measurement: Measurement,
+    spec: CallSpec,
+    first: tuple[Timing, BenchResult, RatioCheck | None],
+    reference: Timing | None = None,
+) -> tuple[Timing, BenchResult, RatioCheck | None]:
+    """A first measurement slower, or near it, against the stored baseline: measured again, and one
+    test of both measurements' rounds decides (docs/measurement.md#verdicts), its ratio to the
+    reference with it. `first` (timing, result, ratio) as it is otherwise, and in a baseline update
+    (which judges nothing). `reference`: the reference's timing beside the first measurement."""
+    __tracebackhide__ = True
+    timing, result, ratio_check = first
+    if result.against is not None or run.settings.update or not remeasure_wanted(result.comparison):
+        return first
+    again, reference_again = _measured_again(run, rounds)
+    with run.clock.phase("judge"):
+        alone = judge(run, again, measurement, spec)
+        timing = merge_rounds([timing, again])
+        result = judge(run, timing, measurement, spec)
+        if spec.max_ratio is not None and reference is not None and reference_again is not None:
+            both = merge_rounds([reference, reference_again])
+            ratio_check = ratio(run, timing, both, measurement.device, spec.max_ratio)
+        readings = (_reading(first[1]), _reading(alone))
+        result = replace(result, readings=readings, notes=(*result.notes, _measured_twice(readings, result)))
+    return timing, result, ratio_check
+
+
+def _measured_again(run: CallRun, rounds: Rounds) -> tuple[Timing, Timing | None]:
+    """fn measured once more as it was the first time (in rounds alternating with its reference's
+    where it has one); the reference's timing too."""
+    __tracebackhide__ = True
+    reference = rounds.others.get("reference")
+    what = f"measuring {run.label} again to confirm a slower verdict"
+    with run.step("rounds", what, less=("warmup",)), active(run.clock):
+        try:
+            timing, others = interleaved(
+                rounds.timer, rounds.target, [reference] if reference else [], rounds.plan
+            )
+        except OtherFailed as failed:
+            raise failed.error from None  # the reference's error is the test's
+        except TimingError as exc:
+            timing, others, problem = None, [], exc
+    if timing is None:  # outside the except block: no chained traceback
+        run.host.fail(timing_failed(run.nodeid, problem, again=True))
+    for note in timing.notes:
+        run.warn(note)
+    return timing, (others[0] if others else None)
+
+
+def _reading(result: BenchResult) -> Reading:
+    comparison = result.comparison
+    return Reading(result.verdict, comparison.ratio if comparison else None, len(result.rounds_ms))
+
+
+def _measured_twice(readings: Sequence[Reading], pooled: BenchResult) -> str:
+    """The note of a call measured twice: each measurement alone, and the pooled verdict."""
+    pct = pooled.comparison.change_pct if pooled.comparison else None
+    change = f"{pct:+.1f}%" if pct is not None else "no change figure"
+    each = ", then ".join(r.describe() for r in readings)
+    return f"{MEASURED_TWICE}{each}; judged on both pooled: {change} ({pooled.verdict})"
+
+
+def entry(
+    run: CallRun,
+    timing: Timing,
+    device: DeviceInfo,
+    profiled: CallProfile | None,
+    record: CallRecord,
+    memory: MemoryCheck | None = None,
+) -> BaselineEntry:
+    """The measurement as a baseline entry (staged in an update, kept in the run's results)."""
+    host = timing.host_latency
+    return BaselineEntry(
+        device_time=record_of(timing.device_time),
+        host_latency=record_of(host) if host is not None else None,
+        recorded=utc_stamp(run.host.now()),
+        environment=environment_of(timing, device),
+        kernels=profiled.kernels if profiled is not None else None,
+        compile_context=record.compile_context,
+        autotune=record.autotune,
+        inputs=record.inputs,
+        peak_memory_bytes=memory.peak_bytes if memory is not None else None,
+    )
+
+
+def enforce(
+    run: CallRun,
+    result: BenchResult,
+    measurement: Measurement,
+    profiled: CallProfile | None,
+    environment: dict[str, str],
+) -> None:
+    """The call's failures deferred to the test's end (verdict/judgement.failures decides which),
+    and a call not judged said."""
+    __tracebackhide__ = True
+    baseline, path, defer = measurement.baseline, measurement.path, run.host.defer
+    found = failures(result, strict=run.settings.strict, update=run.settings.update)
+    if Failure.MAX_RATIO in found:
+        assert result.ratio is not None and result.median_ms is not None
+        defer(ratio_message(result.label, result.device, result.median_ms, result.ratio))
+    if Failure.MEMORY in found:
+        assert baseline is not None
+        defer(memory_failure(result, baseline, path))
+    if Failure.SLOWER in found and result.against is not None:
+        defer(against_message(result))
+    elif Failure.SLOWER in found:
+        assert baseline is not None and result.median_ms is not None
+        # The headline's figures (regression_message): one ratio for the verdict and the diagnosis.
+        call_ms = (baseline.device_time.level_ms, result.median_ms)
+        details = regression_details(baseline, environment, profiled, current=result.entry, call_ms=call_ms)
+        defer(regression_message(result, baseline, path, details))
+    if not run.settings.update and result.verdict in NOT_JUDGED:
+        why = not_judged(result, path, run.settings.cache)
+        if Failure.NOT_JUDGED in found:
+            defer(strictly_not_judged(why))
+        if result.verdict is not Verdict.NEW:  # never silently: new is counted in the summary
+            run.host.warn(why)
+    # A slower launch path (host latency) never fails a test: it is listed under the summary
+    # table (results/render.py), one line per call, instead of one warning per test.
+
+
+def environment_of(timing: Timing, device: DeviceInfo) -> dict[str, str]:
+    """The device's environment and the measurement's SM clock (the median after its rounds)."""
+    environment = dict(device.environment)
+    if timing.health is not None:
+        environment["sm_clock_mhz"] = str(timing.health.clock_mhz)
+    return environment
+
+
+def environment_changes(
+    baseline: BaselineEntry | None, timing: Timing, device: DeviceInfo
+) -> tuple[str, ...] | None:
+    """What differs between the baseline's environment and this measurement's (None: no baseline)."""
+    if baseline is None:
+        return None
+    return tuple(differences(baseline.environment, environment_of(timing, device)))
+
+
+def throttling_of(timing: Timing, baseline: BaselineEntry | None = None) -> Throttling | None:
+    """Throttling in the rounds kept, or None when they all ran at full clock; with the clocks that
+    could explain a slowdown (the drop within the measurement, the baseline's clock)."""
+    health = timing.health
+    if health is None or not health.throttled:
+        return None
+    recorded = baseline.environment.get("sm_clock_mhz") if baseline else None
+    return Throttling(
+        health.throttled,
+        health.clock_drop,
+        health.throttled_rounds,
+        lowest_clock_mhz=health.lowest_clock_mhz or min(health.start.sm_clock_mhz, health.end.sm_clock_mhz),
+        baseline_clock_mhz=int(recorded) if recorded and recorded.isdigit() else None,
+        clock_mhz=health.clock_mhz,
+    )
+
+
+def record_of(metric: Metric) -> MetricRecord:
+    """A metric's measurement as a stored record: sample median and CI, quantiles, the rounds."""
+    summary = metric.summary
+    return MetricRecord(
+        method=metric.method,
+        median_ms=summary.median_ms,
+        ci_ms=(summary.ci_low_ms, summary.ci_high_ms),
+        n=summary.n,
+        quantiles_ms=tuple(stats.compress(metric.samples_ms)),
+        rounds_ms=metric.round_locations_ms,
+        resolution_ms=metric.resolution_ms,
+    )
