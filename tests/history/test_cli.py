@@ -126,18 +126,15 @@ def test_detect_with_an_unknown_commit_is_a_usage_error(
     assert "no stored run at commit 'deadbeef'" in capsys.readouterr().err
 
 
-def test_without_otava_show_still_lists_series_and_detect_fails_clearly(
+def test_without_ruptures_show_still_lists_series_and_detect_fails_clearly(
     db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(changepoints, "otava_available", lambda: False)
+    monkeypatch.setattr(changepoints, "detector_available", lambda: False)
     import_all(db, write_runs(tmp_path, [1.0] * 6, code_from=9))
     status, text = history(db, "show")
-    assert status == 0 and "not analysed" in text and "pytest-kernelperf[history]" in text
+    assert status == 0 and "not analysed" in text and "pip install ruptures" in text
     assert history(db, "detect")[0] == 2
-    assert (
-        'error: change points need Apache Otava: pip install "pytest-kernelperf[history]"'
-        in capsys.readouterr().err
-    )
+    assert "error: change points need ruptures: pip install ruptures" in capsys.readouterr().err
 
 
 def test_the_database_may_follow_the_subcommand(db: Path, tmp_path: Path) -> None:
