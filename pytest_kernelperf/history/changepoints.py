@@ -22,6 +22,7 @@ import contextlib
 import importlib.util
 import itertools
 import json
+import math
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -83,7 +84,7 @@ def _welch(left: Sequence[float], right: Sequence[float]) -> tuple[float, float]
     if s1 == 0 and s2 == 0:
         return (0.0 if m1 != m2 else 1.0), magnitude
     pvalue = float(ttest_ind_from_stats(m1, s1, len(left), m2, s2, len(right), equal_var=False).pvalue)
-    return (pvalue if pvalue == pvalue else 1.0), magnitude  # NaN: no evidence
+    return (pvalue if math.isfinite(pvalue) else 1.0), magnitude  # NaN: no evidence
 
 
 def split_merge_backend(values: Sequence[float], params: Params) -> list[RawChange]:
@@ -91,7 +92,7 @@ def split_merge_backend(values: Sequence[float], params: Params) -> list[RawChan
     with the largest p-value (or a change below `min_magnitude`) goes, until all pass."""
     try:
         import numpy as np
-        import ruptures  # type: ignore[import-untyped]
+        import ruptures
     except ImportError as exc:
         raise ChangePointsUnavailable(str(exc)) from None
     n = len(values)

@@ -182,6 +182,7 @@ def _run(args: argparse.Namespace, out: Any) -> int:
         # file system); the change points they find are cached by `import`.
         read_only = args.history_command != "prune"
         with HistoryStore(db, create=False, read_only=read_only, repository=repository) as store:
+            _require_repository(store)
             if args.history_command == "show":
                 return _show(args, store, out)
             if args.history_command == "detect":
@@ -243,6 +244,20 @@ def _select(args: argparse.Namespace) -> Any:
         )
 
     return keep
+
+
+def _require_repository(store: HistoryStore) -> None:
+    """A repository with no runs in a history that holds others is a usage error that names them
+    (a fleet's job that forgot --repository must not read an empty history as a clean one)."""
+    if store.run_count():
+        return
+    others = store.repositories()
+    if others:
+        shown = ", ".join(repr(name) for name in others[:8]) + (", ..." if len(others) > 8 else "")
+        raise HistoryError(
+            f"{store.where}: no runs of repository {store.repository!r}; this history holds {shown} "
+            f"(choose with --repository NAME or ${ENV_REPOSITORY})"
+        )
 
 
 def _require_match(args: argparse.Namespace, store: HistoryStore, reports: Sequence[SeriesReport]) -> None:

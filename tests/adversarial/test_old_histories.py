@@ -18,8 +18,7 @@ from pytest_kernelperf.history.store import SCHEMA_VERSION, HistoryStore
 
 def _runs() -> list[dict[str, object]]:
     return [
-        rf.run([rf.result("t.py::test_add", 1.0)], created=f"2026-11-{i + 1:02d}T00:00:00Z")
-        for i in range(6)
+        rf.run([rf.result("t.py::test_add", 1.0)], created=f"2026-11-{i + 1:02d}T00:00:00Z") for i in range(6)
     ]
 
 

@@ -9,7 +9,6 @@ import pytest
 
 from pytest_kernelperf.history import changepoints
 from pytest_kernelperf.history.changepoints import (
-    INSTALL_HINT,
     ChangePointsUnavailable,
     Params,
     RawChange,

@@ -110,6 +110,10 @@ def test_every_command_works_and_keeps_repositories_apart(
     with HistoryStore(location, read_only=True, repository="acme/other") as other_repo:
         assert other_repo.run_count() == 2  # pruning one repository leaves the other alone
         assert other_repo.repositories() == ["acme/kernels", "acme/other"]
+    assert history(location, "--repository", "acme/none", "show")[0] == 2
+    assert "no runs of repository 'acme/none'; this history holds 'acme/kernels', 'acme/other'" in (
+        capsys.readouterr().err
+    )
     assert history(location, "upgrade")[1].endswith(f"history schema version {SCHEMA_VERSION}\n")
     assert "***" not in capsys.readouterr().err
 
@@ -181,7 +185,7 @@ def test_a_damaged_server_history_is_an_error_naming_it_and_loses_nothing(
     status, _ = history(server_url, "--repository", "r", "export", "--json", "-")
     err = capsys.readouterr().err
     assert status == 2 and "the history server said" in err and "rounds_ms" in err
-    assert masked(server_url) in err and urlsplit(server_url).password not in err
+    assert masked(server_url) in err and str(urlsplit(server_url).password) not in err
     with psycopg.connect(server_url, autocommit=True) as admin:
         admin.execute("ALTER TABLE measurements RENAME COLUMN rounds TO rounds_ms")
     with HistoryStore(server_url, read_only=True, repository="r") as store:
