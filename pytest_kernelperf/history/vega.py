@@ -44,7 +44,8 @@ def bundle() -> str | None:
 
     # In a function of its own: its top-level names (`$`...) stay out of the page's; it sets
     # window.vegaEmbed itself.
-    script = "(function () {\n" + _inline(vl_convert.javascript_bundle(None))  # type: ignore[arg-type] + "\n})();"
+    library = vl_convert.javascript_bundle(None)  # type: ignore[arg-type]  # None: the default snippet
+    script = "(function () {\n" + _inline(library) + "\n})();"
     with contextlib.suppress(OSError):  # an unwritable cache folder: made again next time
         write_atomic(cached, script)
     return script
