@@ -471,6 +471,13 @@ class HistoryStore:
             self.where = masked(location)
             self._open_server(location)
             return
+        if str(location).lower().startswith(("postgresql:", "postgres:")):
+            # A URL that went through Path (its // folded): shown without any part of it.
+            raise HistoryError(
+                f"{str(location).split(':', 1)[0]}://***: a server URL where a file is expected (a "
+                "pytest run's --kernelperf-history takes a file); store the run file with "
+                "`python -m pytest_kernelperf history --db URL import RUN.json`"
+            )
         self.path = Path(location)
         self.where = str(self.path)
         if (read_only or not create) and not self.path.exists():

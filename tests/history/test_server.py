@@ -215,3 +215,11 @@ def test_a_server_history_of_an_older_schema_names_the_upgrade_command(
     assert history(server_url, "upgrade")[0] == 0
     status, text = history(server_url, "show", "--no-detect")
     assert status == 0 and "1 runs, 1 series" in text
+
+
+def test_a_server_url_given_as_a_file_path_is_refused_without_showing_it(tmp_path: Path) -> None:
+    with pytest.raises(
+        HistoryError, match=r"^postgresql://\*\*\*: a server URL where a file is expected"
+    ) as caught:
+        HistoryStore(Path("postgresql://bob:pw-secret@db/h"))
+    assert "pw-secret" not in str(caught.value) and not Path("postgresql:").exists()
