@@ -67,7 +67,8 @@ def add_subparser(subparsers: Any) -> argparse.ArgumentParser:
     history: argparse.ArgumentParser = subparsers.add_parser(
         "history",
         help="store every run, find change points per series, write a dashboard",
-        description="The run history: every run file stored in one SQLite database, change points per "
+        description="The run history: every run file stored in one database (an SQLite file or a "
+        "PostgreSQL server), change points per "
         "series (test, name, device, cache mode, metric) with what changed around them.",
     )
     history.set_defaults(run_command=run)

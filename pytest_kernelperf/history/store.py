@@ -1,18 +1,21 @@
-"""The history store: every run file ingested into one SQLite database, one row per measurement.
+"""The history store: every run file ingested into one database, one row per measurement: an
+SQLite file (the default), or a PostgreSQL server (`postgresql://...`, through `server.py`).
 
 A run is what `pytest --kernelperf --kernelperf-json=PATH` writes (docs/json-schema.md), checked by
 the run file gateway (`results/runfile.py`, which upgrades older versions in one place); this module
 stores that JSON dict as written. Each result gives one measurement per metric (`device_time`,
-`host_latency`) in a *series*: (test, name, device, cache mode, metric).
+`host_latency`) in a *series*: (repository, test, name, device, cache mode, metric).
 
-Several CI jobs may append to one file at once: the database is in WAL mode, every write is one
+Several CI jobs may append at once. An SQLite file is in WAL mode, every write is one
 `BEGIN IMMEDIATE` transaction (the write lock is taken before anything is read), SQLite waits
 `busy_timeout` for a lock held by another process, and a write that still finds the database locked
-is retried with a growing pause. The same run ingested twice is stored once: a run is known by the
-SHA-256 of its canonical JSON.
+is retried with a growing pause. On a server, every write is one transaction that first takes the
+history's advisory lock, the same rule. The same run ingested twice into one repository is stored
+once: a run is known by the SHA-256 of its repository and its canonical JSON.
 
-The schema is versioned with `PRAGMA user_version` and upgraded by the steps of `MIGRATIONS`, in
-order, each in its own transaction; a database written by a newer version is refused.
+The schema is versioned (SQLite: `PRAGMA user_version`; a server: the table `kernelperf_schema`) and
+upgraded by the steps of `MIGRATIONS`, in order, each in its own transaction; a database written by
+a newer version is refused. A reader of an older SQLite file upgrades a copy in memory.
 """
 
 from __future__ import annotations
