@@ -250,3 +250,19 @@ def test_show_names_the_run_where_a_calls_device_memory_stepped(db: Path, tmp_pa
         page.read_text().split('<script type="application/json" id="data">', 1)[1].split("</script>")[0]
     )
     assert [m["text"] for m in data[0]["mem"]] == [line.strip() for line in lines[1:3]]
+
+
+def test_without_the_chart_library_the_page_says_how_to_get_its_charts(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vega, "bundle", lambda: None)
+    import_all(db, write_runs(tmp_path, [1.0] * 6, code_from=9))
+    page_path = tmp_path / "history.html"
+    assert history(db, "report", "--html", str(page_path))[0] == 0
+    page = page_path.read_text(encoding="utf-8")
+    assert "pip install vl-convert-python" in page and "test_mul" in page
+
+
+def test_the_chart_library_cannot_close_the_script_it_stands_in() -> None:
+    inlined = vega._inline('const a = "</script><b>x</b>", b = "<!-- c";')
+    assert "</script" not in inlined.lower() and "<!--" not in inlined
