@@ -17,7 +17,7 @@ def find() -> tuple[str, str] | str:
     try:
         import selenium  # noqa: F401
     except ImportError:
-        return 'selenium is not installed (pip install -e ".[dev]")'
+        return "selenium is not installed (pip install selenium)"
     browser = next((path for name in BROWSERS if (path := shutil.which(name))), None)
     driver = shutil.which("chromedriver")
     if browser is None or driver is None:

@@ -1,9 +1,10 @@
 """Change points of a series of runs, and what changed around each: code, kernels, autotuning, software.
 
-The detection itself is Apache Otava's (`pip install "pytest-kernelperf[history]"`): e-divisive means
-over sliding windows, each candidate kept when a two-sided t-test between the segments on either
-side is significant and the change is at least `min_magnitude` (Hunter's split-and-merge, Fleming et
-al. 2023). Each run contributes one value, the mean of its rounds (`rounds_ms`; a run file without
+Detection is split and merge (Hunter's, Fleming et al. 2023, as in Apache Otava): `ruptures`'
+binary segmentation proposes candidate splits (`pip install ruptures`, or the `history` extra), and
+the least significant is merged away until every one left passes a two-sided Welch t-test between
+the segments on either side (at most `window` runs each) and changes the level by at least
+`min_magnitude`. Each run contributes one value, the mean of its rounds (`rounds_ms`; a run file without
 rounds gives its median as the one round). Parameters were tuned on synthetic histories
 (studies/history/synthetic.py; figures in docs/history.md).
 
@@ -21,6 +22,7 @@ import contextlib
 import importlib.util
 import itertools
 import json
+import math
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -32,7 +34,7 @@ from pytest_kernelperf.verdict.memory import format_bytes, judge_memory
 
 from .store import HistoryError, HistoryStore, Point, SeriesKey
 
-INSTALL_HINT = 'change points need Apache Otava: pip install "pytest-kernelperf[history]" (or apache-otava)'
+INSTALL_HINT = "change points need ruptures: pip install ruptures (or the plugin's `history` extra)"
 
 
 class ChangePointsUnavailable(RuntimeError):
@@ -51,7 +53,7 @@ class Params:
     ramp_share: float = 0.5  # a transition this spread out around a single change point is a drift
 
     def key(self) -> str:
-        return "otava:" + json.dumps(asdict(self), sort_keys=True)
+        return "split-merge:" + json.dumps(asdict(self), sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -63,25 +65,61 @@ class RawChange:
 Backend = Callable[[Sequence[float], Params], list[RawChange]]
 
 
-def otava_available() -> bool:
-    """Whether Otava is installed (without importing it: that takes seconds, for scipy.stats)."""
-    return importlib.util.find_spec("otava") is not None
+MIN_SEGMENT = 3  # runs on either side of a split: a t-test needs a spread on each
 
 
-def otava_backend(values: Sequence[float], params: Params) -> list[RawChange]:
+def detector_available() -> bool:
+    """Whether ruptures is installed (without importing it: that takes a while, for scipy)."""
+    return importlib.util.find_spec("ruptures") is not None
+
+
+def _welch(left: Sequence[float], right: Sequence[float]) -> tuple[float, float]:
+    """(two-sided p-value of Welch's t-test, relative change of the mean) between two segments."""
+    from scipy.stats import ttest_ind_from_stats
+
+    m1, m2 = _mean(left), _mean(right)
+    s1 = (sum((v - m1) ** 2 for v in left) / (len(left) - 1)) ** 0.5
+    s2 = (sum((v - m2) ** 2 for v in right) / (len(right) - 1)) ** 0.5
+    magnitude = abs(m2 / m1 - 1) if m1 else 0.0
+    if s1 == 0 and s2 == 0:
+        return (0.0 if m1 != m2 else 1.0), magnitude
+    pvalue = float(ttest_ind_from_stats(m1, s1, len(left), m2, s2, len(right), equal_var=False).pvalue)
+    return (pvalue if math.isfinite(pvalue) else 1.0), magnitude  # NaN: no evidence
+
+
+def split_merge_backend(values: Sequence[float], params: Params) -> list[RawChange]:
+    """Candidates from ruptures' binary segmentation (least squares), then merged: the candidate
+    with the largest p-value (or a change below `min_magnitude`) goes, until all pass."""
     try:
-        from otava.analysis import compute_change_points  # type: ignore[import-not-found]
+        import numpy as np
+        import ruptures
     except ImportError as exc:
         raise ChangePointsUnavailable(str(exc)) from None
-    if len(values) < 3:
+    n = len(values)
+    if n < 2 * MIN_SEGMENT:
         return []
-    points, _ = compute_change_points(
-        list(values),
-        window_len=params.window,
-        max_pvalue=params.max_pvalue,
-        min_magnitude=params.min_magnitude,
-    )
-    return [RawChange(int(p.index), float(p.stats.pvalue)) for p in points]
+    signal = np.asarray(values, dtype=float).reshape(-1, 1)
+    most = n // MIN_SEGMENT - 1
+    search = ruptures.Binseg(model="l2", min_size=MIN_SEGMENT, jump=1).fit(signal)
+    points = sorted(int(i) for i in search.predict(n_bkps=most)[:-1])
+
+    def tested(i: int) -> tuple[float, float]:
+        bounds = [0, *points, n]
+        at = points[i]
+        left = values[max(bounds[i], at - params.window) : at]
+        right = values[at : min(bounds[i + 2], at + params.window)]
+        return _welch(left, right)
+
+    while points:
+        scores = []
+        for i in range(len(points)):
+            pvalue, magnitude = tested(i)
+            scores.append(1.0 if magnitude < params.min_magnitude else pvalue)
+        worst = max(range(len(points)), key=scores.__getitem__)
+        if scores[worst] <= params.max_pvalue:
+            return [RawChange(at, scores[i]) for i, at in enumerate(points)]
+        points.pop(worst)
+    return []
 
 
 # --- attribution ---------------------------------------------------------------------------------
@@ -272,7 +310,7 @@ def change_points(
     """The change points of one series (points in run order), drifts merged into one entry each."""
     values = [p.value for p in points]
     if raw is None:
-        raw = (backend or otava_backend)(values, params)
+        raw = (backend or split_merge_backend)(values, params)
     found = sorted((r for r in raw if 0 < r.index < len(points)), key=lambda r: r.index)
     bounds = [0, *(r.index for r in found), len(points)]
     steps: list[ChangePoint] = []
@@ -442,10 +480,10 @@ def analyse_store(
     runs recorded on that git branch count."""
     keys = store.series()
     all_points = store.points()
-    available = backend is not None or otava_available()
+    available = backend is not None or detector_available()
     if require and not available:
         raise ChangePointsUnavailable()
-    run_backend = backend or otava_backend
+    run_backend = backend or split_merge_backend
     cache_key = (
         params.key()
         if backend is None
@@ -486,10 +524,7 @@ def analyse_store(
 
 def resolve_commit(store: HistoryStore, commit: str) -> list[int]:
     """Run ids whose commit starts with `commit` (a full or abbreviated hash)."""
-    rows = store.db.execute(
-        "SELECT id FROM runs WHERE commit_sha LIKE ? ORDER BY created, id", (commit.lower() + "%",)
-    ).fetchall()
-    return [int(r[0]) for r in rows]
+    return store.run_ids_at(commit)
 
 
 def status_text(report: SeriesReport, *, since: bool = True) -> str:

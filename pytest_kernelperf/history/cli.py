@@ -6,8 +6,11 @@
     history prune --keep N             keep the newest N runs
     history export --csv PATH          every measurement as CSV (or --json PATH); '-' for stdout
     history report --html PATH         a self-contained dashboard page
+    history upgrade                    bring the history's schema up to this version's
 
-The database is `--db PATH` (default: $KERNELPERF_HISTORY, else .kernelperf/history.sqlite).
+The database is `--db PATH` or `--db postgresql://...` (a PostgreSQL server; default:
+$KERNELPERF_HISTORY, else .kernelperf/history.sqlite), and the repository within it
+`--repository NAME` (default: $KERNELPERF_REPOSITORY, else "").
 Exit status: 0 on success, 1 when `detect` finds a slowdown, 2 for a usage or file error (a run
 file the gateway refuses, a damaged database, filters that select nothing). show, detect, export and
 report open the database read-only and leave it unchanged.
@@ -38,14 +41,25 @@ from .changepoints import (
     short,
     status_text,
 )
+from .server import is_server_url, masked
 from .store import DamagedHistory, HistoryError, HistoryStore, git_info, load_run_file, rev_parse
 
 DEFAULT_DB = Path(".kernelperf") / "history.sqlite"
 ENV_DB = "KERNELPERF_HISTORY"
+ENV_REPOSITORY = "KERNELPERF_REPOSITORY"
 
 
-def default_db() -> Path:
-    return Path(os.environ.get(ENV_DB) or DEFAULT_DB)
+def default_db() -> Path | str:
+    return _location(os.environ.get(ENV_DB) or str(DEFAULT_DB))
+
+
+def _location(text: str) -> Path | str:
+    """A server URL as given (a Path would fold its `//`), a file as a Path."""
+    return text if is_server_url(text) else Path(text)
+
+
+def _shown(db: Path | str) -> str:
+    return masked(db) if isinstance(db, str) else str(db)
 
 
 def add_subparser(subparsers: Any) -> argparse.ArgumentParser:
@@ -53,16 +67,25 @@ def add_subparser(subparsers: Any) -> argparse.ArgumentParser:
     history: argparse.ArgumentParser = subparsers.add_parser(
         "history",
         help="store every run, find change points per series, write a dashboard",
-        description="The run history: every run file stored in one SQLite database, change points per "
+        description="The run history: every run file stored in one database (an SQLite file or a "
+        "PostgreSQL server), change points per "
         "series (test, name, device, cache mode, metric) with what changed around them.",
     )
     history.set_defaults(run_command=run)
     history.add_argument(
         "--db",
-        type=Path,
+        type=_location,
         default=None,
-        metavar="PATH",
-        help=f"history database (default: ${ENV_DB}, else {DEFAULT_DB})",
+        metavar="PATH|URL",
+        help=f"history database: a file, or postgresql://USER@HOST/DB (a server; the password from "
+        f"the URL or libpq's PGPASSWORD or ~/.pgpass) (default: ${ENV_DB}, else {DEFAULT_DB})",
+    )
+    history.add_argument(
+        "--repository",
+        default=None,
+        metavar="NAME",
+        help=f"the repository (or project) whose runs to store and read (default: ${ENV_REPOSITORY}, "
+        "else none: the unnamed one)",
     )
     commands = history.add_subparsers(dest="history_command", required=True, metavar="SUBCOMMAND")
 
@@ -97,10 +120,12 @@ def add_subparser(subparsers: Any) -> argparse.ArgumentParser:
     report.add_argument("--html", type=Path, required=True, metavar="PATH")
     report.add_argument("--title", default="kernelperf history")
     _filters(report)
-    for sub in (imp, show, detect, prune, export, report):  # --db also after the subcommand
+    upgrade = commands.add_parser("upgrade", help="bring the schema up to this version's (nothing is lost)")
+    for sub in (imp, show, detect, prune, export, report, upgrade):  # also after the subcommand
         sub.add_argument(
-            "--db", type=Path, default=argparse.SUPPRESS, metavar="PATH", help="history database"
+            "--db", type=_location, default=argparse.SUPPRESS, metavar="PATH|URL", help="history database"
         )
+        sub.add_argument("--repository", default=argparse.SUPPRESS, metavar="NAME", help="repository")
     return history
 
 
@@ -144,46 +169,53 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 def _run(args: argparse.Namespace, out: Any) -> int:
     db = args.db or default_db()
+    repository = args.repository if args.repository is not None else os.environ.get(ENV_REPOSITORY, "")
     try:
         if args.history_command == "import":
-            return _import(args, db, out)
-        if not db.exists():
+            return _import(args, db, repository, out)
+        if isinstance(db, Path) and not db.exists():
             raise HistoryError(f"{db}: no such history database (create it with `history import RUN.json`)")
-        # Only prune writes: the others read the file and leave it as it is (also on a read-only
+        if args.history_command == "upgrade":
+            with HistoryStore(db, create=False, repository=repository) as store:
+                print(f"{store.where}: history schema version {store.schema_version}", file=out)
+            return 0
+        # Only prune writes: the others read the history and leave it as it is (also on a read-only
         # file system); the change points they find are cached by `import`.
-        with HistoryStore(db, create=False, read_only=args.history_command != "prune") as store:
+        read_only = args.history_command != "prune"
+        with HistoryStore(db, create=False, read_only=read_only, repository=repository) as store:
+            _require_repository(store)
             if args.history_command == "show":
                 return _show(args, store, out)
             if args.history_command == "detect":
                 return _detect(args, store, out)
             if args.history_command == "prune":
                 removed = store.prune(args.keep)
-                print(f"removed {removed} runs from {db}; {store.run_count()} kept", file=out)
+                print(f"removed {removed} runs from {store.where}; {store.run_count()} kept", file=out)
                 return 0
             if args.history_command == "export":
                 return _export(args, store, out)
             if args.history_command == "report":
                 return _report(args, store, out)
     except DamagedHistory as exc:
-        print(f"error: {db}: a damaged history database: {exc}", file=Escaped(sys.stderr))
+        print(f"error: {_shown(db)}: a damaged history database: {exc}", file=Escaped(sys.stderr))
         return 2
     except (HistoryError, ChangePointsUnavailable) as exc:
         print(f"error: {exc}", file=Escaped(sys.stderr))
         return 2
     except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # damaged pages, tables or text
-        print(f"error: {db}: a damaged history database ({exc})", file=Escaped(sys.stderr))
+        print(f"error: {_shown(db)}: a damaged history database ({exc})", file=Escaped(sys.stderr))
         return 2
     raise AssertionError(args.history_command)
 
 
-def _import(args: argparse.Namespace, db: Path, out: TextIO) -> int:
+def _import(args: argparse.Namespace, db: Path | str, repository: str, out: TextIO) -> int:
     commit, branch = args.commit, args.branch
     if not args.no_git and commit is None:
         info = git_info(args.git_dir)
         if info is not None:
             commit, branch = info[0], branch or info[1]
     runs = [(path, load_run_file(path)) for path in args.runs]  # every file checked before any is stored
-    with HistoryStore(db) as store:  # makes the folder
+    with HistoryStore(db, repository=repository) as store:  # makes the folder
         stored = False
         for path, data in runs:
             done = store.ingest(data, commit=commit, branch=branch, source=str(path))
@@ -195,7 +227,7 @@ def _import(args: argparse.Namespace, db: Path, out: TextIO) -> int:
                 print(f"already stored: {path} (run {done.run_id})", file=out)
         if stored:
             # The reading commands never write: the change points of the whole history, and of the
-            # runs' branch, are found and cached here (where Otava is installed).
+            # runs' branch, are found and cached here (where ruptures is installed).
             with contextlib.suppress(
                 HistoryError, sqlite3.Error, UnicodeDecodeError
             ):  # stored; the cache can wait
@@ -213,6 +245,20 @@ def _select(args: argparse.Namespace) -> Any:
         )
 
     return keep
+
+
+def _require_repository(store: HistoryStore) -> None:
+    """A repository with no runs in a history that holds others is a usage error that names them
+    (a fleet's job that forgot --repository must not read an empty history as a clean one)."""
+    if store.run_count():
+        return
+    others = store.repositories()
+    if others:
+        shown = ", ".join(repr(name) for name in others[:8]) + (", ..." if len(others) > 8 else "")
+        raise HistoryError(
+            f"{store.where}: no runs of repository {store.repository!r}; this history holds {shown} "
+            f"(choose with --repository NAME or ${ENV_REPOSITORY})"
+        )
 
 
 def _require_match(args: argparse.Namespace, store: HistoryStore, reports: Sequence[SeriesReport]) -> None:
@@ -233,7 +279,7 @@ def _require_match(args: argparse.Namespace, store: HistoryStore, reports: Seque
 
     branches = {str(run["branch"]) if run["branch"] else "(none)" for run in store.runs()}
     raise HistoryError(
-        f"{store.path}: no series matches {' '.join(given)} ({store.run_count()} runs; "
+        f"{store.where}: no series matches {' '.join(given)} ({store.run_count()} runs; "
         f"branches: {listed(branches)}; devices: {listed({k.device for k in series})}; "
         f"tests: {listed({k.test for k in series})})"
     )
@@ -263,7 +309,7 @@ def _show(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
     _require_match(args, store, reports)
     if args.no_detect is False and any(not r.analysed for r in reports):
         print("note: change points not computed: " + str(ChangePointsUnavailable()), file=out)
-    print(f"kernelperf history: {store.run_count()} runs, {len(reports)} series in {store.path}", file=out)
+    print(f"kernelperf history: {store.run_count()} runs, {len(reports)} series in {store.where}", file=out)
     if not reports:
         return 0
     rows = [["series", "device", "cache", "runs", "latest", "change", "status", "change points"]]
@@ -319,7 +365,7 @@ def _detect(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
             ids = resolve_commit(store, resolved) if resolved else []
             if not ids:
                 where = f" (HEAD here is {short(info[0])})" if info else ""
-                raise HistoryError(f"{store.path}: no stored run at commit {args.since!r}{where}")
+                raise HistoryError(f"{store.where}: no stored run at commit {args.since!r}{where}")
         after_run = ids[-1]
     reports = analyse_store(store, Params(), require=True, series_filter=_select(args), branch=args.branch)
     _require_match(args, store, reports)

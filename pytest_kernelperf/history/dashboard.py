@@ -1,11 +1,13 @@
 # ruff: noqa: E501  (the page template below: CSS and JS lines are kept whole)
-"""`history report --html`: one self-contained page, no network: inline CSS, JS and SVG.
+"""`history report --html`: one self-contained page, no network: inline CSS and JS.
 
 An overview table of every series (sortable by any column, the change included; filters by device,
-test and status) and, per series, a trend chart: each run's rounds as dots, its mean as a line,
-the segment levels between change points dashed, and each change point a vertical marker whose
-hover text is its attribution. Charts are drawn when scrolled into view, so a page of hundreds of
-series opens quickly. Profile artefacts of the newest run are linked where the files exist.
+test and status) and, per series, a trend chart drawn by Vega-Lite (its scripts inline, from
+vl-convert-python: `vega.py`): each run's rounds as dots, its mean as a line, the segment levels
+between change points dashed, and each change point a vertical marker whose hover text is its
+attribution; a linear or log time axis. Charts are drawn when scrolled into view, so a page of
+hundreds of series opens quickly. Profile artefacts of the newest run are linked where the files
+exist. Without vl-convert-python the page has its table and says how to get the charts.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 from pytest_kernelperf.formatting import significant
 
+from . import vega
 from .changepoints import SeriesReport, short, status_text
 
 
@@ -96,8 +99,11 @@ def render(
         .replace("&", "\\u0026")
     )
     summary = f"{len(reports)} series, {len(runs)} runs, generated {generated}"
+    # The library first: nothing in it is a placeholder, and nothing from the data reaches it.
+    charts = vega.bundle() or f"window.VEGA_MISSING = {json.dumps(vega.INSTALL_HINT)};"
     return (
-        _TEMPLATE.replace("__TITLE__", html.escape(title))
+        _TEMPLATE.replace("__VEGA_SCRIPT__", charts)
+        .replace("__TITLE__", html.escape(title))
         .replace("__SUMMARY__", html.escape(summary))
         .replace("__DATA__", payload)
     )
@@ -121,7 +127,7 @@ main { padding: 14px 28px 40px; max-width: 1240px; }
 .filters { display: flex; gap: 14px; align-items: center; flex-wrap: wrap; margin: 6px 0 12px; }
 .filters label { color: var(--muted); font-size: 13px; }
 .filters input, .filters select { font: inherit; padding: 4px 8px; border: 1px solid var(--line); border-radius: 6px; }
-.filters input { width: 240px; }
+.filters input[type=search] { width: 240px; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { text-align: left; padding: 5px 8px; border-bottom: 1px solid var(--line); white-space: nowrap; }
 th { background: var(--bg); cursor: pointer; user-select: none; position: sticky; top: 0; }
@@ -142,16 +148,7 @@ h2 { font-size: 16px; margin: 26px 0 8px; }
 .card h3 { font-size: 14px; margin: 0; font-weight: 600; word-break: break-all; }
 .card .meta { color: var(--muted); font-size: 12px; margin: 2px 0 4px; }
 .chart { width: 100%; height: 190px; display: block; }
-.chart .grid { stroke: #eaeef2; }
-.chart .axis { fill: var(--muted); font-size: 11px; }
-.chart .rounds { stroke: #8c959f; stroke-width: 3.2; stroke-linecap: round; opacity: .55; }
-.chart .trend { fill: none; stroke: var(--blue); stroke-width: 1.6; }
-.chart .level { stroke: var(--fg); stroke-width: 1; stroke-dasharray: 4 3; opacity: .6; }
-.chart .cp { stroke-width: 2; }
-.chart .cp.slow { stroke: var(--slow); } .chart .cp.fast { stroke: var(--fast); }
-.chart .span { opacity: .12; }
-.chart .hit { stroke: transparent; stroke-width: 12; cursor: help; }
-.chart .cursor { stroke: var(--muted); stroke-width: 1; }
+.chart .missing { color: var(--muted); font-size: 12px; padding: 8px 0; }
 .cps { margin: 4px 0 0; padding-left: 18px; font-size: 12px; color: var(--fg); }
 .cps li { margin: 1px 0; }
 .arts { font-size: 12px; margin-top: 4px; }
@@ -177,6 +174,7 @@ h2 { font-size: 16px; margin: 26px 0 8px; }
   <label>Device <select id="f-device"><option value="">all</option></select></label>
   <label>Test <input id="f-test" type="search" placeholder="part of a test id or name"></label>
   <label>Status <select id="f-status"><option value="">all</option></select></label>
+  <label><input id="f-log" type="checkbox"> log time axis</label>
   <span class="sub" id="count"></span>
 </div>
 <table id="overview">
@@ -194,20 +192,14 @@ h2 { font-size: 16px; margin: 26px 0 8px; }
 </main>
 <div id="tip"></div>
 <script type="application/json" id="data">__DATA__</script>
+<script>__VEGA_SCRIPT__</script>
 <script>
 "use strict";
 const DATA = JSON.parse(document.getElementById("data").textContent);
-const NS = "http://www.w3.org/2000/svg";
 const $ = (id) => document.getElementById(id);
 const tip = $("tip");
 function fmtMs(ms) { return ms < 1 ? (ms * 1000).toPrecision(4) + " \\u00b5s" : ms.toPrecision(4) + " ms"; }
 function fmtPct(p) { return p === null ? "" : (p > 0 ? "+" : "") + p.toFixed(1) + "%"; }
-function el(tag, attrs, parent) {
-  const node = document.createElementNS(NS, tag);
-  for (const k in attrs) node.setAttribute(k, attrs[k]);
-  if (parent) parent.appendChild(node);
-  return node;
-}
 // Links go to a path relative to the page ("./..." as written by the report) or to http(s) only.
 function safeHref(h) { return typeof h === "string" && (/^\\.\\.?\\//.test(h) || /^https?:\\/\\//i.test(h)); }
 function label(s) { return s.test + (s.name ? " [" + s.name + "]" : "") + (s.metric === "device_time" ? "" : " (" + s.metric + ")"); }
@@ -262,8 +254,9 @@ for (const s of DATA) {
   const meta = document.createElement("div"); meta.className = "meta";
   meta.textContent = s.device + " \\u00b7 " + s.cache + " \\u00b7 " + s.runs + " runs \\u00b7 latest " + fmtMs(s.latest) + " \\u00b7 " + s.status;
   card.appendChild(meta);
-  const svg = el("svg", { class: "chart", role: "img", "aria-label": "trend of " + s.label });
-  card.appendChild(svg);
+  const chart = document.createElement("div");
+  chart.className = "chart"; chart.setAttribute("role", "img"); chart.setAttribute("aria-label", "trend of " + s.label);
+  card.appendChild(chart);
   if (s.cp.length) {
     const ul = document.createElement("ul"); ul.className = "cps";
     for (const cp of s.cp) { const li = document.createElement("li"); li.textContent = cp.range + ": " + cp.text; li.className = cp.slow ? "pos" : "neg"; ul.appendChild(li); }
@@ -283,74 +276,88 @@ for (const s of DATA) {
     });
     card.appendChild(d);
   }
-  s.card = card; s.svg = svg;
+  s.card = card; s.chart = chart;
   charts.appendChild(card);
   if (observer) observer.observe(card); else draw(card);
 }
 const byId = new Map(DATA.map((s) => [String(s.id), s]));
 
+// Each chart is a Vega-Lite spec of its series; the data reach it as values, never as markup.
+let LOG = false;
+const Y_LABEL = "datum.value < 1 ? format(datum.value * 1000, '.4~r') + ' \\u00b5s' : format(datum.value, '.4~r') + ' ms'";
+function spec(s) {
+  const n = s.v.length;
+  const runs = s.v.map((v, i) => ({ i, v }));
+  const rounds = [];
+  s.r.forEach((rs, i) => { for (const x of rs) rounds.push({ i, v: x }); });
+  // levels between change points (a drift's ramp belongs to neither side)
+  const levels = [];
+  if (s.cp.length) {
+    let start = 0;
+    const bounds = [];
+    for (const cp of s.cp) { bounds.push([start, cp.from]); start = cp.i; }
+    bounds.push([start, n]);
+    for (const [a, b] of bounds) {
+      const seg = s.v.slice(a, b);
+      if (seg.length) levels.push({ a, b: b - 1, v: seg.reduce((acc, x) => acc + x, 0) / seg.length });
+    }
+  }
+  const marks = s.cp.map((cp) => ({ x: cp.i - 0.5, from: cp.from - 0.5, drift: cp.kind === "drift" && cp.from < cp.i, color: cp.slow ? "#cf222e" : "#1a7f37", text: cp.range + ": " + cp.text }));
+  const step = Math.max(1, Math.ceil(n / 6));
+  const ticks = [];
+  for (let i = 0; i < n; i += step) ticks.push(i);
+  const x = { field: "i", type: "quantitative", title: null, scale: { domain: [-0.5, n - 0.5], nice: false, zero: false },
+              axis: { values: ticks, labelExpr: "commits[datum.value]", grid: false, labelOverlap: true } };
+  const y = { field: "v", type: "quantitative", title: null, scale: { type: LOG ? "log" : "linear", zero: false, nice: !LOG },
+              axis: { labelExpr: Y_LABEL, tickCount: 4, gridColor: "#eaeef2" } };
+  const layer = [
+    { name: "spans", data: { values: marks.filter((m) => m.drift) }, mark: { type: "rect", opacity: 0.12 },
+      encoding: { x: { field: "from", type: "quantitative" }, x2: { field: "x" }, color: { field: "color", type: "nominal", scale: null } } },
+    { name: "levels", data: { values: levels }, mark: { type: "rule", strokeDash: [4, 3], opacity: 0.6, color: "#1f2328" },
+      encoding: { x: { field: "a", type: "quantitative" }, x2: { field: "b" }, y } },
+    { name: "rounds", data: { values: rounds }, mark: { type: "circle", size: 16, opacity: 0.55, color: "#8c959f" }, encoding: { x, y } },
+    { name: "trend", data: { values: runs }, mark: { type: "line", color: "#0969da", strokeWidth: 1.6 }, encoding: { x, y } },
+    { name: "markers", data: { values: marks }, mark: { type: "rule", strokeWidth: 2 },
+      encoding: { x: { field: "x", type: "quantitative" }, color: { field: "color", type: "nominal", scale: null } } },
+  ];
+  return { width: "container", height: 170,
+           autosize: { type: "fit", contains: "padding" }, params: [{ name: "commits", value: s.c }],
+           config: { view: { stroke: null }, axis: { labelColor: "#656d76", labelFontSize: 11, domainColor: "#d0d7de", tickColor: "#d0d7de" } },
+           layer: layer.filter((l) => l.data.values.length) };
+}
+function showTip(ev, lines) {
+  tip.replaceChildren();
+  for (const t of lines) { const div = document.createElement("div"); div.textContent = t; tip.appendChild(div); }
+  tip.style.display = "block"; tip.style.left = (ev.clientX + 14) + "px"; tip.style.top = (ev.clientY + 12) + "px";
+}
 function draw(card) {
   const s = byId.get(card.dataset.id);
   if (s.drawn) return;
   s.drawn = true;
-  const svg = s.svg, W = svg.clientWidth || 900, H = 190, L = 64, R = 12, T = 10, B = 24;
-  svg.setAttribute("viewBox", "0 0 " + W + " " + H);
-  let lo = Infinity, hi = -Infinity;
-  for (const rs of s.r) for (const x of rs) { if (x < lo) lo = x; if (x > hi) hi = x; }
-  for (const x of s.v) { if (x < lo) lo = x; if (x > hi) hi = x; }
-  const pad = (hi - lo) * 0.08 || hi * 0.01 || 1; lo -= pad; hi += pad;
-  const n = s.v.length, X = (i) => L + (n > 1 ? i * (W - L - R) / (n - 1) : (W - L - R) / 2), Y = (v) => T + (hi - v) * (H - T - B) / (hi - lo);
-  for (let k = 0; k <= 3; k++) {
-    const v = lo + (hi - lo) * k / 3;
-    el("line", { class: "grid", x1: L, x2: W - R, y1: Y(v), y2: Y(v) }, svg);
-    el("text", { class: "axis", x: L - 6, y: Y(v) + 4, "text-anchor": "end" }, svg).textContent = fmtMs(v);
+  if (typeof vegaEmbed !== "function") {
+    const note = document.createElement("div"); note.className = "missing"; note.textContent = window.VEGA_MISSING || "no chart library";
+    s.chart.replaceChildren(note); s.chart.style.height = "auto";
+    return;
   }
-  const ticks = Math.min(n, 6);
-  for (let k = 0; k < ticks; k++) {
-    const i = Math.round(k * (n - 1) / Math.max(ticks - 1, 1));
-    const anchor = k === 0 && ticks > 1 ? "start" : k === ticks - 1 && ticks > 1 ? "end" : "middle";
-    el("text", { class: "axis", x: X(i), y: H - 6, "text-anchor": anchor }, svg).textContent = s.c[i];
-  }
-  // drift spans, segment levels, change point markers
-  for (const cp of s.cp) if (cp.kind === "drift" && cp.from < cp.i)
-    el("rect", { class: "span", x: X(cp.from - 0.5), width: X(cp.i - 0.5) - X(cp.from - 0.5), y: T, height: H - T - B, fill: cp.slow ? "#cf222e" : "#1a7f37" }, svg);
-  // levels between change points (a drift's ramp belongs to neither side)
-  const segments = [];
-  let start = 0;
-  for (const cp of s.cp) { segments.push([start, cp.from]); start = cp.i; }
-  segments.push([start, n]);
-  for (const [a, b] of s.cp.length ? segments : []) {
-    const seg = s.v.slice(a, b);
-    if (!seg.length) continue;
-    const m = seg.reduce((acc, x) => acc + x, 0) / seg.length;
-    el("line", { class: "level", x1: X(a), x2: X(b - 1), y1: Y(m), y2: Y(m) }, svg);
-  }
-  let d = "";
-  s.r.forEach((rs, i) => { for (const x of rs) d += "M" + X(i).toFixed(1) + " " + Y(x).toFixed(1) + "h0"; });
-  el("path", { class: "rounds", d }, svg);
-  el("polyline", { class: "trend", points: s.v.map((v, i) => X(i).toFixed(1) + "," + Y(v).toFixed(1)).join(" ") }, svg);
-  for (const cp of s.cp) {
-    const x = (X(cp.i - 1) + X(cp.i)) / 2;
-    const g = el("g", { class: "marker" }, svg);
-    el("line", { class: "cp " + (cp.slow ? "slow" : "fast"), x1: x, x2: x, y1: T, y2: H - B }, g);
-    el("line", { class: "hit", x1: x, x2: x, y1: T, y2: H - B }, g);
-    el("title", {}, g).textContent = cp.range + ": " + cp.text;
-  }
-  const cursor = el("line", { class: "cursor", y1: T, y2: H - B, visibility: "hidden" }, svg);
-  svg.addEventListener("mousemove", (ev) => {
-    const box = svg.getBoundingClientRect(), x = (ev.clientX - box.left) * W / box.width;
-    const at = (x - L) / ((W - L - R) / Math.max(n - 1, 1));
-    const i = Math.max(0, Math.min(n - 1, Math.round(at)));
-    cursor.setAttribute("x1", X(i)); cursor.setAttribute("x2", X(i)); cursor.setAttribute("visibility", "visible");
-    const cp = s.cp.find((c) => Math.abs(at - (c.i - 0.5)) <= 0.6);
-    tip.replaceChildren();
-    const lines = [s.c[i] + " \\u00b7 " + s.t[i], "mean of rounds " + fmtMs(s.v[i]) + " (" + s.r[i].length + " rounds)"];
-    if (cp) lines.push(cp.text);
-    for (const t of lines) { const div = document.createElement("div"); div.textContent = t; tip.appendChild(div); }
-    tip.style.display = "block"; tip.style.left = (ev.clientX + 14) + "px"; tip.style.top = (ev.clientY + 12) + "px";
-  });
-  svg.addEventListener("mouseleave", () => { tip.style.display = "none"; cursor.setAttribute("visibility", "hidden"); });
+  // actions off: no export menu, no link to an online editor; tooltips are this page's own (text only)
+  vegaEmbed(s.chart, spec(s), { mode: "vega-lite", actions: false, renderer: "svg", tooltip: false }).then((result) => {
+    s.view = result.view;
+    result.view.addEventListener("mousemove", (ev, item) => {
+      const d = item && item.datum;
+      if (!d) { tip.style.display = "none"; return; }
+      if (typeof d.text === "string") { showTip(ev, [d.text]); return; }
+      if (typeof d.i === "number" && d.i >= 0 && d.i < s.v.length) {
+        showTip(ev, [s.c[d.i] + " \u00b7 " + s.t[d.i], "mean of rounds " + fmtMs(s.v[d.i]) + " (" + s.r[d.i].length + " rounds)"]);
+      } else tip.style.display = "none";
+    });
+    result.view.addEventListener("mouseout", () => { tip.style.display = "none"; });
+    s.chart.dataset.drawn = "1";
+  }).catch((err) => { const note = document.createElement("div"); note.className = "missing"; note.textContent = String(err); s.chart.replaceChildren(note); });
 }
+$("f-log").addEventListener("change", () => {
+  LOG = $("f-log").checked;
+  for (const s of DATA) if (s.drawn) { if (s.view) s.view.finalize(); s.view = null; s.drawn = false; delete s.chart.dataset.drawn; draw(s.card); }
+});
 
 function render() {
   const dev = $("f-device").value, text = $("f-test").value.toLowerCase(), st = $("f-status").value;

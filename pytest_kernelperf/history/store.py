@@ -1,22 +1,26 @@
-"""The history store: every run file ingested into one SQLite database, one row per measurement.
+"""The history store: every run file ingested into one database, one row per measurement: an
+SQLite file (the default), or a PostgreSQL server (`postgresql://...`, through `server.py`).
 
 A run is what `pytest --kernelperf --kernelperf-json=PATH` writes (docs/json-schema.md), checked by
 the run file gateway (`results/runfile.py`, which upgrades older versions in one place); this module
 stores that JSON dict as written. Each result gives one measurement per metric (`device_time`,
-`host_latency`) in a *series*: (test, name, device, cache mode, metric).
+`host_latency`) in a *series*: (repository, test, name, device, cache mode, metric).
 
-Several CI jobs may append to one file at once: the database is in WAL mode, every write is one
+Several CI jobs may append at once. An SQLite file is in WAL mode, every write is one
 `BEGIN IMMEDIATE` transaction (the write lock is taken before anything is read), SQLite waits
 `busy_timeout` for a lock held by another process, and a write that still finds the database locked
-is retried with a growing pause. The same run ingested twice is stored once: a run is known by the
-SHA-256 of its canonical JSON.
+is retried with a growing pause. On a server, every write is one transaction that first takes the
+history's advisory lock, the same rule. The same run ingested twice into one repository is stored
+once: a run is known by the SHA-256 of its repository and its canonical JSON.
 
-The schema is versioned with `PRAGMA user_version` and upgraded by the steps of `MIGRATIONS`, in
-order, each in its own transaction; a database written by a newer version is refused.
+The schema is versioned (SQLite: `PRAGMA user_version`; a server: the table `kernelperf_schema`) and
+upgraded by the steps of `MIGRATIONS`, in order, each in its own transaction; a database written by
+a newer version is refused. A reader of an older SQLite file upgrades a copy in memory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -33,6 +37,8 @@ from typing import Any, TypeVar
 
 from pytest_kernelperf.model.names import METRICS
 from pytest_kernelperf.results import runfile
+
+from .server import WRITE_LOCK, ServerConnection, is_server_url, masked, translate_schema
 
 MAX_QUANTILES = 32
 BUSY_TIMEOUT_MS = 30_000
@@ -124,8 +130,43 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 4: the peak device memory of one call beyond its inputs (results[].memory.peak_bytes).
     ("ALTER TABLE measurements ADD COLUMN peak_memory_bytes INTEGER",),
+    # 5: the repository (or project) of each run and series, so that one server serves many; the
+    # runs and series of older versions belong to the unnamed repository "". SQLite cannot change a
+    # table's UNIQUE constraint, so series is made anew with the same ids (foreign keys off meanwhile).
+    (
+        "ALTER TABLE runs ADD COLUMN repository TEXT NOT NULL DEFAULT ''",
+        "CREATE INDEX runs_repository ON runs (repository, created, id)",
+        """CREATE TABLE series_v5 (
+            id INTEGER PRIMARY KEY,
+            repository TEXT NOT NULL DEFAULT '',
+            test TEXT NOT NULL,
+            name TEXT NOT NULL,
+            device TEXT NOT NULL,
+            cache TEXT NOT NULL,
+            metric TEXT NOT NULL,
+            UNIQUE (repository, test, name, device, cache, metric)
+        )""",
+        "INSERT INTO series_v5 (id, test, name, device, cache, metric) "
+        "SELECT id, test, name, device, cache, metric FROM series",
+        "DROP TABLE series",
+        "ALTER TABLE series_v5 RENAME TO series",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+# The same steps on a PostgreSQL server: each statement above through server.translate_schema, but
+# where PostgreSQL does it in its own words (it can change a constraint in place).
+SERVER_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    4: (
+        "ALTER TABLE runs ADD COLUMN repository TEXT NOT NULL DEFAULT ''",
+        "CREATE INDEX runs_repository ON runs (repository, created, id)",
+        "ALTER TABLE series ADD COLUMN repository TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE series DROP CONSTRAINT series_test_name_device_cache_metric_key",
+        "ALTER TABLE series ADD CONSTRAINT series_repository_key "
+        "UNIQUE (repository, test, name, device, cache, metric)",
+    ),
+}
+# A server keeps the schema version in a table of its own (SQLite: PRAGMA user_version).
+SERVER_VERSION_TABLE = "kernelperf_schema"
 
 
 # --- records -------------------------------------------------------------------------------------
@@ -224,8 +265,12 @@ def git_info(rootdir: Path | str) -> tuple[str, str | None] | None:
 # --- reading a run dict --------------------------------------------------------------------------
 
 
-def canonical_digest(run: Mapping[str, Any]) -> str:
+def canonical_digest(run: Mapping[str, Any], repository: str = "") -> str:
+    """A run's unique key: the SHA-256 of its canonical JSON, and of its repository when it has one
+    (the same run file imported into two repositories is two runs; into one, one run)."""
     text = json.dumps(run, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    if repository:
+        text = f"repository {json.dumps(repository)}\n{text}"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -401,13 +446,43 @@ def _retry(action: Callable[[], T], what: str, attempts: int = WRITE_ATTEMPTS) -
 class HistoryStore:
     """A history database (created on first use). Use as a context manager, or call close().
 
-    With `read_only`, the database is opened for reading only (SQLite's `mode=ro`, or `immutable=1`
-    where not even the WAL's shared-memory file can be made, as on a read-only file system): nothing
-    in the file changes, no schema upgrade, no switch to WAL, no cached change points written."""
+    `location` is a file path (SQLite, the default) or a `postgresql://` URL (a PostgreSQL server,
+    through psycopg 3). `repository` names the repository (or project) whose runs this store reads
+    and writes: one server, or one file, holds many, each apart from the others ("" by default).
 
-    def __init__(self, path: Path | str, *, create: bool = True, read_only: bool = False) -> None:
-        self.path = Path(path)
+    With `read_only`, nothing in the history changes: an SQLite file is opened with `mode=ro` (or
+    `immutable=1` where not even the WAL's shared-memory file can be made, as on a read-only file
+    system), no switch to WAL, no cached change points written; a file of an older schema is copied
+    into memory and upgraded there. A server session is made read-only; a server of an older schema
+    is refused with the command that upgrades it."""
+
+    def __init__(
+        self,
+        location: Path | str,
+        *,
+        create: bool = True,
+        read_only: bool = False,
+        repository: str = "",
+    ) -> None:
         self.read_only = read_only
+        self.repository = repository
+        self.server: ServerConnection | None = None
+        self.db: Any
+        if is_server_url(location):
+            assert isinstance(location, str)
+            self.path = Path(".")  # no file; messages name `where`
+            self.where = masked(location)
+            self._open_server(location)
+            return
+        if str(location).lower().startswith(("postgresql:", "postgres:")):
+            # A URL that went through Path (its // folded): shown without any part of it.
+            raise HistoryError(
+                f"{str(location).split(':', 1)[0]}://***: a server URL where a file is expected (a "
+                "pytest run's --kernelperf-history takes a file); store the run file with "
+                "`python -m pytest_kernelperf history --db URL import RUN.json`"
+            )
+        self.path = Path(location)
+        self.where = str(self.path)
         if (read_only or not create) and not self.path.exists():
             raise HistoryError(f"{self.path}: no such history database")
         if (read_only or not create) and self.path.is_file() and self.path.stat().st_size == 0:
@@ -445,6 +520,35 @@ class HistoryStore:
         except HistoryError:
             self.db.close()
             raise
+
+    def _open_server(self, url: str) -> None:
+        self.server = self.db = ServerConnection(url, read_only=self.read_only, error=HistoryError)
+        try:
+            self._refuse_foreign_database()
+            version = self.schema_version
+            if version > SCHEMA_VERSION:
+                raise HistoryError(self._newer(version))
+            if self.read_only and version == 0:
+                raise HistoryError(
+                    f"{self.where}: no history on this server yet (`history import` makes one)"
+                )
+            if self.read_only and version < SCHEMA_VERSION:
+                raise HistoryError(
+                    f"{self.where}: the history is at schema version {version}, this pytest-kernelperf "
+                    f"reads version {SCHEMA_VERSION}: upgrade it once with "
+                    f"`python -m pytest_kernelperf history --db URL upgrade` (nothing stored is lost)"
+                )
+            if not self.read_only:
+                self._migrate()
+        except BaseException:
+            self.server.close()
+            raise
+
+    def _newer(self, version: int) -> str:
+        return (
+            f"{self.where}: history schema version {version} was written by a newer "
+            f"pytest-kernelperf (this one reads up to {SCHEMA_VERSION})"
+        )
 
     def _why(self, exc: sqlite3.Error) -> str:
         """What is wrong, in words: SQLite says "unable to open database file" for a missing folder
@@ -493,12 +597,17 @@ class HistoryStore:
         try:
             self._refuse_foreign_database()
             if version > SCHEMA_VERSION:
-                raise HistoryError(
-                    f"{self.path}: history schema version {version} was written by a newer "
-                    f"pytest-kernelperf (this one reads up to {SCHEMA_VERSION})"
-                )
+                raise HistoryError(self._newer(version))
             if version == 0:
                 raise HistoryError(f"{self.path}: an empty database, not a history yet")
+            if version < SCHEMA_VERSION:
+                # An older schema: read a copy in memory, upgraded there; the file stays as it is.
+                memory = sqlite3.connect(":memory:", isolation_level=None)
+                db.backup(memory)
+                db.close()
+                self.db = db = memory
+                for step in range(version, SCHEMA_VERSION):
+                    self._upgrade_step(db, step)
         except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             db.close()
             raise HistoryError(f"{self.path}: not a history database ({exc})") from None
@@ -518,58 +627,102 @@ class HistoryStore:
 
     # transactions
 
-    def _write(self, action: Callable[[sqlite3.Connection], T], what: str) -> T:
+    def _write(self, action: Callable[[Any], T], what: str) -> T:
         if self.read_only:
-            raise HistoryError(f"{self.path}: {what}: the history was opened for reading only")
+            raise HistoryError(f"{self.where}: {what}: the history was opened for reading only")
 
         def attempt() -> T:
-            self.db.execute("BEGIN IMMEDIATE")
+            if self.server is None:
+                self.db.execute("BEGIN IMMEDIATE")
+            else:
+                self.db.execute("BEGIN")
+                self.db.execute(f"SELECT pg_advisory_xact_lock({WRITE_LOCK})")
             try:
                 out = action(self.db)
             except BaseException:
-                self.db.execute("ROLLBACK")
+                with contextlib.suppress(Exception):  # a lost connection has nothing to roll back
+                    self.db.execute("ROLLBACK")
                 raise
             self.db.execute("COMMIT")
             return out
 
-        return _retry(attempt, f"{self.path}: {what}")
+        return _retry(attempt, f"{self.where}: {what}")
 
     def _refuse_foreign_database(self) -> None:
         """A database with tables but no history schema belongs to something else: leave it as it
         is (no tables added, no switch to WAL)."""
         if self.schema_version:
             return
-        tables = [row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        if self.server is None:
+            query = "SELECT name FROM sqlite_master WHERE type = 'table'"
+        else:  # a server database may hold other things; only tables of our names conflict
+            query = (
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+                "AND table_name IN ('runs', 'series', 'measurements', 'analyses')"
+            )
+        tables = [row[0] for row in self.db.execute(query)]
         if tables:
             shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+            kind = "an SQLite database" if self.server is None else "a database"
             raise HistoryError(
-                f"{self.path}: an SQLite database of something else (tables: {shown}), not a "
-                "kernelperf history; give the history a file of its own"
+                f"{self.where}: {kind} of something else (tables: {shown}), not a "
+                "kernelperf history; give the history a database of its own"
             )
 
     @property
     def schema_version(self) -> int:
-        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+        if self.server is None:
+            return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+        known = self.db.execute("SELECT to_regclass(?) IS NOT NULL", (SERVER_VERSION_TABLE,)).fetchone()[0]
+        if not known:
+            return 0
+        row = self.db.execute(f"SELECT MAX(version) FROM {SERVER_VERSION_TABLE}").fetchone()
+        return int(row[0] or 0)
+
+    def _upgrade_step(self, db: Any, current: int) -> None:
+        """Schema version `current` to `current + 1`, in the caller's transaction."""
+        if self.server is None:
+            for statement in MIGRATIONS[current]:
+                db.execute(statement)
+            db.execute(f"PRAGMA user_version = {current + 1}")
+            return
+        statements = SERVER_MIGRATIONS.get(current) or tuple(map(translate_schema, MIGRATIONS[current]))
+        for statement in statements:
+            db.execute(statement)
+        db.execute(f"DELETE FROM {SERVER_VERSION_TABLE}")
+        db.execute(f"INSERT INTO {SERVER_VERSION_TABLE} (version) VALUES (?)", (current + 1,))
 
     def _migrate(self) -> None:
         version = self.schema_version
         if version > SCHEMA_VERSION:
-            raise HistoryError(
-                f"{self.path}: history schema version {version} was written by a newer "
-                f"pytest-kernelperf (this one reads up to {SCHEMA_VERSION})"
+            raise HistoryError(self._newer(version))
+        if version == SCHEMA_VERSION:
+            return
+        if self.server is None:
+            # Version 5 makes a table anew: foreign keys are checked at the end of each step instead
+            # (the pragma is a no-op inside a transaction).
+            self.db.execute("PRAGMA foreign_keys = OFF")
+        else:
+            self._write(
+                lambda db: db.execute(f"CREATE TABLE IF NOT EXISTS {SERVER_VERSION_TABLE} (version INTEGER)"),
+                "making the schema version table",
             )
-        while version < SCHEMA_VERSION:
+        try:
+            while version < SCHEMA_VERSION:
 
-            def step(db: sqlite3.Connection) -> int:
-                current = int(db.execute("PRAGMA user_version").fetchone()[0])
-                if current >= SCHEMA_VERSION:  # another process migrated meanwhile
-                    return current
-                for statement in MIGRATIONS[current]:
-                    db.execute(statement)
-                db.execute(f"PRAGMA user_version = {current + 1}")
-                return current + 1
+                def step(db: Any) -> int:
+                    current = self.schema_version
+                    if current >= SCHEMA_VERSION:  # another process migrated meanwhile
+                        return current
+                    self._upgrade_step(db, current)
+                    if self.server is None and db.execute("PRAGMA foreign_key_check").fetchone():
+                        raise HistoryError(f"{self.where}: upgrading the schema would break its references")
+                    return current + 1
 
-            version = self._write(step, "upgrading the schema")
+                version = self._write(step, "upgrading the schema")
+        finally:
+            if self.server is None:
+                self.db.execute("PRAGMA foreign_keys = ON")
 
     # ingest
 
@@ -600,7 +753,7 @@ class HistoryStore:
         else:
             validate_run(run, where)
         try:
-            digest = canonical_digest(run)
+            digest = canonical_digest(run, self.repository)
         except (TypeError, ValueError) as exc:
             raise HistoryError(f"{where}: cannot be stored: {exc}") from None
         rows = list(_measurements(run))
@@ -609,6 +762,7 @@ class HistoryStore:
         ingested = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         record = (
             digest,
+            self.repository,
             created or ingested,
             ingested,
             commit,
@@ -622,22 +776,24 @@ class HistoryStore:
             _dumps(run.get("settings") if isinstance(run.get("settings"), dict) else {}),
         )
 
-        def action(db: sqlite3.Connection) -> Ingest:
+        def action(db: Any) -> Ingest:
             known = db.execute("SELECT id FROM runs WHERE digest = ?", (digest,)).fetchone()
             if known is not None:
                 return Ingest(int(known[0]), False, 0)
             cursor = db.execute(
-                "INSERT INTO runs (digest, created, ingested, commit_sha, branch, source, plugin_version, "
-                "mode, environment, devices, peaks, settings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO runs (digest, repository, created, ingested, commit_sha, branch, source, "
+                "plugin_version, mode, environment, devices, peaks, settings) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 record,
             )
-            run_id = int(cursor.lastrowid or 0)
+            run_id = int(cursor.fetchall()[0][0])  # read to the end: the statement is done
             keys = sorted(
                 {key for key, _ in rows}, key=lambda k: (k.test, k.name, k.device, k.cache, k.metric)
             )
             db.executemany(
-                "INSERT OR IGNORE INTO series (test, name, device, cache, metric) VALUES (?, ?, ?, ?, ?)",
-                [(k.test, k.name, k.device, k.cache, k.metric) for k in keys],
+                "INSERT OR IGNORE INTO series (repository, test, name, device, cache, metric) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(self.repository, k.test, k.name, k.device, k.cache, k.metric) for k in keys],
             )
             ids = self._series_ids(db, keys)
             seen: set[int] = set()
@@ -657,11 +813,13 @@ class HistoryStore:
 
         return self._write(action, f"storing {where}")
 
-    @staticmethod
-    def _series_ids(db: sqlite3.Connection, keys: Sequence[SeriesKey]) -> dict[SeriesKey, int]:
+    def _series_ids(self, db: Any, keys: Sequence[SeriesKey]) -> dict[SeriesKey, int]:
         wanted = set(keys)
         out: dict[SeriesKey, int] = {}
-        for row in db.execute("SELECT id, test, name, device, cache, metric FROM series"):
+        for row in db.execute(
+            "SELECT id, test, name, device, cache, metric FROM series WHERE repository = ?",
+            (self.repository,),
+        ):
             key = SeriesKey(*row[1:])
             if key in wanted:
                 out[key] = int(row[0])
@@ -670,13 +828,24 @@ class HistoryStore:
     # reading
 
     def run_count(self) -> int:
-        return int(self.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+        return int(
+            self.db.execute("SELECT COUNT(*) FROM runs WHERE repository = ?", (self.repository,)).fetchone()[
+                0
+            ]
+        )
+
+    def repositories(self) -> list[str]:
+        """The repositories with runs in this history, in order of name."""
+        rows = self.db.execute("SELECT DISTINCT repository FROM runs ORDER BY repository").fetchall()
+        return [str(r[0]) for r in rows]
 
     def runs(self) -> list[dict[str, Any]]:
         """Every run, oldest first: id, created, commit, branch, source, measurements."""
         rows = self.db.execute(
             "SELECT r.id, r.created, r.commit_sha, r.branch, r.source, "
-            "(SELECT COUNT(*) FROM measurements m WHERE m.run_id = r.id) FROM runs r ORDER BY r.created, r.id"
+            "(SELECT COUNT(*) FROM measurements m WHERE m.run_id = r.id) FROM runs r "
+            "WHERE r.repository = ? ORDER BY r.created, r.id",
+            (self.repository,),
         ).fetchall()
         keys = ("id", "created", "commit", "branch", "source", "measurements")
         out = [dict(zip(keys, row, strict=True)) for row in rows]
@@ -684,10 +853,19 @@ class HistoryStore:
             _plain(run, f"run {run['id']}")
         return out
 
+    def run_ids_at(self, commit: str) -> list[int]:
+        """Run ids whose commit starts with `commit` (a full or abbreviated hash), in run order."""
+        rows = self.db.execute(
+            "SELECT id FROM runs WHERE repository = ? AND commit_sha LIKE ? ORDER BY created, id",
+            (self.repository, commit.lower().replace("%", "").replace("_", "") + "%"),
+        ).fetchall()
+        return [int(r[0]) for r in rows]
+
     def series(self) -> dict[int, SeriesKey]:
         rows = self.db.execute(
-            "SELECT id, test, name, device, cache, metric FROM series "
-            "ORDER BY test, name, device, cache, metric"
+            "SELECT id, test, name, device, cache, metric FROM series WHERE repository = ? "
+            "ORDER BY test, name, device, cache, metric",
+            (self.repository,),
         )
         out = {}
         for sid, *fields in rows:
@@ -704,11 +882,23 @@ class HistoryStore:
         rows = self.db.execute(
             "SELECT m.rounds_ms FROM measurements m JOIN runs r ON r.id = m.run_id "
             "JOIN series s ON s.id = m.series_id "
-            "WHERE s.test = ? AND s.name = ? AND s.device = ? AND s.cache = ? AND s.metric = ? "
+            "WHERE s.repository = ? AND s.test = ? AND s.name = ? AND s.device = ? AND s.cache = ? "
+            "AND s.metric = ? "
             # A verdict against another revision is no verdict against the baseline.
             "AND m.method = ? AND m.verdict = ? AND r.created >= ? AND m.against_commit IS NULL "
             "ORDER BY r.created DESC, r.id DESC LIMIT ?",
-            (key.test, key.name, key.device, key.cache, key.metric, method, verdict, since, limit),
+            (
+                self.repository,
+                key.test,
+                key.name,
+                key.device,
+                key.cache,
+                key.metric,
+                method,
+                verdict,
+                since,
+                limit,
+            ),
         ).fetchall()
         return [_float_list(text) for (text,) in reversed(rows)]
 
@@ -729,7 +919,8 @@ class HistoryStore:
         DamagedHistory when a row is not what `ingest` writes."""
         runs: dict[int, tuple[str, str | None, str | None, dict[str, dict[str, str]]]] = {}
         for rid, created, commit, branch, devices in self.db.execute(
-            "SELECT id, created, commit_sha, branch, devices FROM runs"
+            "SELECT id, created, commit_sha, branch, devices FROM runs WHERE repository = ?",
+            (self.repository,),
         ):
             where = f"run {rid}"
             runs[int(rid)] = (
@@ -743,9 +934,17 @@ class HistoryStore:
         ranked = sorted(runs, key=lambda r: (runs[r][0], r))
         rank = {rid: i for i, rid in enumerate(ranked)}
         in_order = ranked == sorted(runs)
-        devices_of = {int(sid): device for sid, device in self.db.execute("SELECT id, device FROM series")}
-        where = "" if series_id is None else "WHERE series_id = ?"
-        args: tuple[Any, ...] = () if series_id is None else (series_id,)
+        devices_of = {
+            int(sid): device
+            for sid, device in self.db.execute(
+                "SELECT id, device FROM series WHERE repository = ?", (self.repository,)
+            )
+        }
+        if series_id is None:
+            where = "WHERE series_id IN (SELECT id FROM series WHERE repository = ?)"
+            args: tuple[Any, ...] = (self.repository,)
+        else:
+            where, args = "WHERE series_id = ?", (series_id,)
         rows = self.db.execute(
             "SELECT series_id, run_id, median_ms, value_ms, rounds_ms, verdict, kernels, autotune, "
             "reference_ratio, peak_fraction, artifacts, peak_memory_bytes "
@@ -809,8 +1008,9 @@ class HistoryStore:
             "m.peak_memory_bytes, "
             "m.bytes, m.gb_per_s, m.peak_gb_per_s, "
             "m.peak_fraction, m.artifacts FROM measurements m JOIN runs r ON r.id = m.run_id "
-            "JOIN series s ON s.id = m.series_id "
-            "ORDER BY r.created, r.id, s.test, s.name, s.device, s.cache, s.metric"
+            "JOIN series s ON s.id = m.series_id WHERE s.repository = ? "
+            "ORDER BY r.created, r.id, s.test, s.name, s.device, s.cache, s.metric",
+            (self.repository,),
         )
         names = [d[0] for d in cursor.description]
         names[0], names[2] = "run_id", "commit"
@@ -825,7 +1025,9 @@ class HistoryStore:
     def peaks(self) -> dict[str, float]:
         """Device name -> its latest measured copy bandwidth in GB/s, across stored runs."""
         out: dict[str, float] = {}
-        for rid, peaks in self.db.execute("SELECT id, peaks FROM runs ORDER BY created, id"):
+        for rid, peaks in self.db.execute(
+            "SELECT id, peaks FROM runs WHERE repository = ? ORDER BY created, id", (self.repository,)
+        ):
             stored = _json(peaks, f"run {rid}", "peaks")
             if not isinstance(stored, dict):
                 raise DamagedHistory(f"run {rid}: peaks is not an object")
@@ -838,8 +1040,6 @@ class HistoryStore:
     # change point cache
 
     def cached_analysis(self, series_id: int, last_run_id: int, runs: int, params: str) -> Any | None:
-        if self.read_only and self.schema_version < 2:  # not upgraded, so no cache yet
-            return None
         row = self.db.execute(
             "SELECT result FROM analyses WHERE series_id = ? AND last_run_id = ? AND runs = ? AND params = ?",
             (series_id, last_run_id, runs, params),
@@ -861,11 +1061,12 @@ class HistoryStore:
         if not items or self.read_only:
             return
 
-        def action(db: sqlite3.Connection) -> None:
+        def action(db: Any) -> None:
+            rows = [(s, last, n, params, _dumps(result)) for s, last, n, params, result in items]
+            db.executemany("DELETE FROM analyses WHERE series_id = ?", [(r[0],) for r in rows])
             db.executemany(
-                "INSERT OR REPLACE INTO analyses (series_id, last_run_id, runs, params, result) "
-                "VALUES (?, ?, ?, ?, ?)",
-                [(s, last, n, params, _dumps(result)) for s, last, n, params, result in items],
+                "INSERT INTO analyses (series_id, last_run_id, runs, params, result) VALUES (?, ?, ?, ?, ?)",
+                rows,
             )
 
         self._write(action, "caching change points")
@@ -873,21 +1074,25 @@ class HistoryStore:
     # maintenance
 
     def prune(self, keep: int) -> int:
-        """Keep the newest `keep` runs (by created time); return how many runs were removed."""
+        """Keep the repository's newest `keep` runs (by created time); return how many runs were
+        removed. Other repositories' runs stay as they are."""
         if keep < 0:
             raise HistoryError("--keep must be zero or more")
 
-        def action(db: sqlite3.Connection) -> int:
-            doomed = [
-                int(r[0])
-                for r in db.execute(
-                    "SELECT id FROM runs ORDER BY created DESC, id DESC LIMIT -1 OFFSET ?", (keep,)
-                ).fetchall()
-            ]
+        def action(db: Any) -> int:
+            ordered = db.execute(
+                "SELECT id FROM runs WHERE repository = ? ORDER BY created DESC, id DESC", (self.repository,)
+            ).fetchall()
+            doomed = [int(r[0]) for r in ordered[keep:]]
+            mine = "SELECT id FROM series WHERE repository = ?"
             db.executemany("DELETE FROM measurements WHERE run_id = ?", [(r,) for r in doomed])
             db.executemany("DELETE FROM runs WHERE id = ?", [(r,) for r in doomed])
-            db.execute("DELETE FROM analyses")
-            db.execute("DELETE FROM series WHERE id NOT IN (SELECT DISTINCT series_id FROM measurements)")
+            db.execute(f"DELETE FROM analyses WHERE series_id IN ({mine})", (self.repository,))
+            db.execute(
+                "DELETE FROM series WHERE repository = ? AND id NOT IN "
+                "(SELECT DISTINCT series_id FROM measurements)",
+                (self.repository,),
+            )
             return len(doomed)
 
         return self._write(action, "pruning")

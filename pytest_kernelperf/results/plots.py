@@ -28,7 +28,7 @@ COLOURS = {verdict: _STYLE_COLOURS[style] for verdict, style in VERDICT_STYLE.it
 CURRENT = "#1f77b4"
 BASELINE = "#9e9e9e"
 REFERENCE = "#8c564b"
-MISSING_HINT = "install it with `pip install matplotlib` (or `pip install 'pytest-kernelperf[plot]'`)"
+MISSING_HINT = "install it with `pip install matplotlib`"
 
 
 class PlotError(RuntimeError):

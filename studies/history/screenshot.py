@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -27,7 +28,12 @@ def screenshot(page: Path, png: Path, width: int = 1280, height: int = 1560) -> 
     try:
         driver.get(page.resolve().as_uri())
         browser.wait_ready(driver)
-        markers = driver.find_elements("css selector", "g.marker line.hit")
+        # Vega draws the charts in view after the page is ready.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not driver.find_elements("css selector", ".chart[data-drawn]"):
+            time.sleep(0.1)
+        time.sleep(1.0)
+        markers = driver.find_elements("css selector", ".chart svg g.markers_marks line")
         if markers:
             ActionChains(driver).move_to_element(markers[0]).perform()
         errors = browser.console_errors(driver)

@@ -160,8 +160,8 @@ def check(status: int, err: str, allowed: tuple[int, ...]) -> None:
 @contextlib.contextmanager
 def stand_in_detector() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(changepoints, "otava_available", lambda: True)
-        patch.setattr(changepoints, "otava_backend", split_backend)
+        patch.setattr(changepoints, "detector_available", lambda: True)
+        patch.setattr(changepoints, "split_merge_backend", split_backend)
         yield
 
 

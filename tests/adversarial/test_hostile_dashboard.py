@@ -30,8 +30,8 @@ def step_detector(values: Any, params: Any) -> list[changepoints.RawChange]:
 
 
 def hostile_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(changepoints, "otava_available", lambda: True)
-    monkeypatch.setattr(changepoints, "otava_backend", step_detector)
+    monkeypatch.setattr(changepoints, "detector_available", lambda: True)
+    monkeypatch.setattr(changepoints, "split_merge_backend", step_detector)
     (tmp_path / SCRIPT).write_text("", encoding="utf-8")  # a file of that name beside the page
     trace = tmp_path / "profiles" / "javascript:trace.json"
     trace.parent.mkdir()

@@ -56,8 +56,8 @@ def digest(path: Path) -> str:
 
 @pytest.fixture
 def stand_in_detector(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(changepoints, "otava_available", lambda: True)
-    monkeypatch.setattr(changepoints, "otava_backend", split_backend)
+    monkeypatch.setattr(changepoints, "detector_available", lambda: True)
+    monkeypatch.setattr(changepoints, "split_merge_backend", split_backend)
 
 
 def planted_history(db: Path, *, series: int = 3, name: str | None = None) -> Path:
@@ -357,8 +357,8 @@ def test_import_caches_the_change_points_the_reading_commands_use(
         calls.append(len(values))
         return split_backend(values, params)
 
-    monkeypatch.setattr(changepoints, "otava_available", lambda: True)
-    monkeypatch.setattr(changepoints, "otava_backend", counting)
+    monkeypatch.setattr(changepoints, "detector_available", lambda: True)
+    monkeypatch.setattr(changepoints, "split_merge_backend", counting)
     db = planted_history(tmp_path / "h.sqlite", series=1)  # stored without import: nothing cached
     assert kernelperf("history", "--db", str(db), "detect")[0] == 1
     assert kernelperf("history", "--db", str(db), "detect")[0] == 1

@@ -20,8 +20,8 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture
 def stand_in_detector(monkeypatch: pytest.MonkeyPatch) -> None:
     """The history's commands use `split_backend` in place of Otava."""
-    monkeypatch.setattr(changepoints, "otava_available", lambda: True)
-    monkeypatch.setattr(changepoints, "otava_backend", split_backend)
+    monkeypatch.setattr(changepoints, "detector_available", lambda: True)
+    monkeypatch.setattr(changepoints, "split_merge_backend", split_backend)
 
 
 @pytest.fixture

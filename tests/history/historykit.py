@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 from pytest_kernelperf.history import synthetic_runs as runfiles
 from pytest_kernelperf.history.changepoints import Params, RawChange
-from pytest_kernelperf.history.store import HistoryStore
+from pytest_kernelperf.history.store import MIGRATIONS, HistoryStore
 
 
 def split_backend(values: Sequence[float], params: Params) -> list[RawChange]:
@@ -55,3 +58,26 @@ def fill(
         store.append_run(
             runfiles.run([result], created=runfiles.created(first + i)), commit=commit_of(first + i)
         )
+
+
+def write_old_history(path: Path, version: int, runs: Sequence[Mapping[str, Any]]) -> None:
+    """A history file at schema `version` holding `runs`, as that version wrote it: the runs are
+    stored at the latest schema in a scratch file, then copied, column by column, into the tables
+    that the first `version` migrations make."""
+    scratch = path.with_name(path.name + ".latest")
+    with HistoryStore(scratch) as latest:
+        for run in runs:
+            latest.append_run(run)
+    db = sqlite3.connect(path, isolation_level=None)
+    for migration in MIGRATIONS[:version]:
+        for statement in migration:
+            db.execute(statement)
+    db.execute(f"PRAGMA user_version = {version}")
+    db.execute("ATTACH DATABASE ? AS latest", (str(scratch),))
+    for table in ("runs", "series", "measurements", "analyses"):
+        names = ", ".join(row[1] for row in db.execute(f"PRAGMA main.table_info({table})"))
+        if names:
+            db.execute(f"INSERT INTO main.{table} ({names}) SELECT {names} FROM latest.{table}")
+    db.execute("DETACH DATABASE latest")
+    db.close()
+    scratch.unlink()

@@ -9,7 +9,6 @@ import pytest
 
 from pytest_kernelperf.history import changepoints
 from pytest_kernelperf.history.changepoints import (
-    INSTALL_HINT,
     ChangePointsUnavailable,
     Params,
     RawChange,
@@ -157,29 +156,39 @@ def test_series_with_few_runs_are_not_analysed(store: HistoryStore) -> None:
     assert report.change_points == [] and report.status == "steady" and len(report.points) == 3
 
 
-def test_without_otava_detection_fails_with_the_install_command(
+def test_without_ruptures_detection_fails_with_the_install_command(
     store: HistoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(changepoints, "otava_available", lambda: False)
+    monkeypatch.setattr(changepoints, "detector_available", lambda: False)
     fill(store, [1.0] * 6)
-    with pytest.raises(ChangePointsUnavailable, match=r'pip install "pytest-kernelperf\[history\]"'):
+    with pytest.raises(ChangePointsUnavailable, match=r"pip install ruptures"):
         analyse_store(store)
     (report,) = analyse_store(store, require=False)
     assert not report.analysed
-    assert "apache-otava" in INSTALL_HINT
 
 
-needs_otava = pytest.mark.skipif(
-    not changepoints.otava_available(),
-    reason='Apache Otava is not installed (pip install -e ".[history]"): the real detector is not exercised',
+needs_ruptures = pytest.mark.skipif(
+    not changepoints.detector_available(),
+    reason="ruptures is not installed (pip install ruptures): the real detector is not exercised",
 )
 
 
-@needs_otava
-def test_otava_finds_a_planted_step_and_nothing_in_noise() -> None:
+@needs_ruptures
+def test_the_detector_finds_a_planted_step_and_nothing_in_noise() -> None:
     rng = random.Random(7)
     noisy = [1.0 * (1 + rng.gauss(0, 0.0046)) for _ in range(60)]
     stepped = [v * (1.02 if i >= 30 else 1.0) for i, v in enumerate(noisy)]
-    found = changepoints.otava_backend(stepped, Params())
+    found = changepoints.split_merge_backend(stepped, Params())
     assert [abs(r.index - 30) <= 1 for r in found] == [True]
-    assert changepoints.otava_backend(noisy, Params()) == []
+    assert changepoints.split_merge_backend(noisy, Params()) == []
+
+
+@needs_ruptures
+def test_the_detector_finds_two_steps_and_ignores_changes_below_the_floor() -> None:
+    rng = random.Random(3)
+    levels = [1.0] * 40 + [1.1] * 40 + [1.0] * 40
+    values = [v * (1 + rng.gauss(0, 0.005)) for v in levels]
+    assert [r.index for r in changepoints.split_merge_backend(values, Params())] == [40, 80]
+    tiny = [v * (1.002 if i >= 40 else 1.0) for i, v in enumerate([1.0] * 80)]
+    assert changepoints.split_merge_backend(tiny, Params()) == []
+    assert changepoints.split_merge_backend([1.0, 2.0, 3.0], Params()) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -57,21 +58,56 @@ def make_page(tmp_path: Path) -> Path:
     return page
 
 
+CHARTS = (
+    "return [...document.querySelectorAll('.chart[data-drawn] svg')]"
+    ".map(s => { const b = s.getBoundingClientRect();"
+    " return [b.width, b.height, s.querySelectorAll('g.trend_marks path').length,"
+    " s.querySelectorAll('g.rounds_marks').length, s.querySelectorAll('g.markers_marks line').length]; })"
+)
+
+
+def wait_for_charts(driver: Any, count: int) -> list[list[float]]:
+    """The charts' (width, height, trend lines, round marks, change point markers), once `count`
+    are drawn (Vega draws after the page is ready)."""
+    deadline = time.monotonic() + 30
+    while True:
+        charts: list[list[float]] = driver.execute_script(CHARTS)
+        if len(charts) >= count or time.monotonic() > deadline:
+            return charts
+        time.sleep(0.1)
+
+
+def y_labels(driver: Any) -> list[str]:
+    """The y axis labels of every chart (Vega's axis groups: the y axis is the one with role axis-label
+    texts right-aligned)."""
+    return list(
+        driver.execute_script(
+            "return [...document.querySelectorAll('.chart svg g.role-axis')]"
+            ".filter(g => (g.getAttribute('aria-label') || '').startsWith('Y-axis'))"
+            ".flatMap(g => [...g.querySelectorAll('g.role-axis-label text')].map(t => t.textContent))"
+        )
+    )
+
+
 def test_the_page_loads_draws_its_charts_and_filters(driver: Any, tmp_path: Path) -> None:
     driver.get(make_page(tmp_path).as_uri())
     browser.wait_ready(driver)
     assert browser.console_errors(driver) == []
-    charts = driver.execute_script(
-        "return [...document.querySelectorAll('svg.chart')].map(s => { const b = s.getBoundingClientRect();"
-        " return [b.width, b.height, s.querySelectorAll('polyline.trend').length,"
-        " s.querySelectorAll('path.rounds').length]; })"
+    charts = wait_for_charts(driver, 3)
+    assert all(w > 300 and h > 100 and trend == 1 and dots == 1 for w, h, trend, dots, _ in charts)
+    (markers,) = [m for *_, m in charts if m]
+    assert markers == 1  # the one change point, of test_mul
+    changes = driver.execute_script(
+        "return [...document.querySelectorAll('.cps li')].map(li => li.textContent)"
     )
-    assert len(charts) == 3
-    assert all(w > 300 and h > 100 and trend == 1 and dots == 1 for w, h, trend, dots in charts)
-    titles = driver.execute_script(
-        "return [...document.querySelectorAll('g.marker title')].map(t => t.textContent)"
-    )
-    assert len(titles) == 1 and "generated code of triton_poi_fused_mul_0 changed" in titles[0]
+    assert len(changes) == 1 and "generated code of triton_poi_fused_mul_0 changed" in changes[0]
+    linear = y_labels(driver)
+    assert linear and not any(label.startswith(("-", "\u2212")) for label in linear)  # no negative times
+    assert all(label.endswith(("\u00b5s", "ms")) for label in linear)
+    driver.execute_script("document.getElementById('f-log').click()")
+    wait_for_charts(driver, 3)
+    logged = y_labels(driver)
+    assert logged and logged != linear and not any(label.startswith(("-", "\u2212")) for label in logged)
 
     rows = (
         "return [...document.querySelectorAll('#overview tbody tr')].filter(r => !r.hidden)"
@@ -93,3 +129,8 @@ def test_the_page_loads_draws_its_charts_and_filters(driver: Any, tmp_path: Path
     link = driver.execute_script("return document.querySelector('.arts a').getAttribute('href')")
     assert link == "./profiles/trace.json"
     assert browser.console_errors(driver) == []
+    # Self-contained: nothing was fetched (no script, style, font or data), with the charts drawn.
+    assert driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)") == []
+    assert (
+        driver.execute_script("return document.querySelectorAll('script[src], link[href], img').length") == 0
+    )

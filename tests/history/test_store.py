@@ -23,6 +23,8 @@ from pytest_kernelperf.history.store import (
     quantiles,
 )
 
+from .historykit import write_old_history
+
 
 def test_a_run_gives_one_measurement_per_metric_with_its_evidence(store: HistoryStore) -> None:
     run = rf.run(
@@ -126,30 +128,23 @@ def test_the_database_is_in_wal_mode_at_the_latest_schema(store: HistoryStore) -
     assert store.schema_version == SCHEMA_VERSION == len(MIGRATIONS)
 
 
-def test_an_older_database_is_upgraded_and_keeps_its_runs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", range(1, SCHEMA_VERSION))
+def test_an_older_database_is_upgraded_and_keeps_its_runs(tmp_path: Path, version: int) -> None:
     path = tmp_path / "old.sqlite"
-    db = sqlite3.connect(path)
-    for statement in MIGRATIONS[0]:
-        db.execute(statement)
-    db.execute("PRAGMA user_version = 1")
-    db.commit()
-    db.close()
-    with HistoryStore(path) as old:  # written by version 1 of the schema, through this code
-        assert old.schema_version == SCHEMA_VERSION
-        old.append_run(rf.run([rf.result("t.py::test_a", 1.0)]))
-    db = sqlite3.connect(path)
-    db.execute("DROP TABLE analyses")  # back to version 1, with a run in it
-    for column in ("against_commit", "against_ms", "peak_memory_bytes"):
-        db.execute(f"ALTER TABLE measurements DROP COLUMN {column}")
-    db.execute("PRAGMA user_version = 1")
-    db.commit()
-    db.close()
+    write_old_history(
+        path, version, [rf.run([rf.result("t.py::test_a", 1.0), rf.result("t.py::test_b", 2.0)])]
+    )
     with HistoryStore(path) as upgraded:
         assert upgraded.schema_version == SCHEMA_VERSION
         assert upgraded.run_count() == 1
         assert upgraded.db.execute("SELECT COUNT(*) FROM analyses").fetchone()[0] == 0
         columns = "SELECT against_commit, against_ms, peak_memory_bytes FROM measurements"
-        assert upgraded.db.execute(columns).fetchall() == [(None, None, None)]
+        assert upgraded.db.execute(columns).fetchall()[0] == (None, None, None)
+        assert upgraded.db.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert sorted(k.test for k in upgraded.series().values()) == ["t.py::test_a", "t.py::test_b"]
+        assert {len(p) for p in upgraded.points().values()} == {1}
+        upgraded.append_run(rf.run([rf.result("t.py::test_a", 1.5)], created="2026-01-02T00:00:00Z"))
+        assert upgraded.run_count() == 2
 
 
 def test_a_database_from_a_newer_version_is_refused(tmp_path: Path) -> None:
