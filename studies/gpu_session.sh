@@ -261,6 +261,16 @@ verdicts)
     step verdict_study "${VERDICT_LIMIT_S:-290}" python3 studies/verdict_study.py --out "$W" \
         --record-processes 1 --budget-s "${VERDICT_BUDGET_S:-260}"
     ;;
+verdicts-judge)
+    # As `verdicts`, on another card, with the example baselines the first card recorded judged here.
+    nvidia-smi -L | tee -a "$SUMMARY"
+    step examples_compare "${EXAMPLES_LIMIT_S:-130}" python3 -m pytest --kernelperf example_kernels $P \
+        --kernelperf-json="$W/examples_compare.json"
+    step power_capped "${POWER_LIMIT_S:-120}" python3 studies/power_capped.py --out "$W" \
+        --budget-s "${POWER_BUDGET_S:-100}"
+    step verdict_study "${VERDICT_LIMIT_S:-290}" python3 studies/verdict_study.py --out "$W" \
+        --record-processes 1 --budget-s "${VERDICT_BUDGET_S:-260}"
+    ;;
 *)
     echo "unknown part $part" >&2
     exit 2
