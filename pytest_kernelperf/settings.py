@@ -70,6 +70,18 @@ def _threshold(value: Any) -> float:
     return parse_threshold(value)
 
 
+def _memory_threshold(value: Any) -> float:
+    """The allowed growth of a call's peak memory: a threshold, refused with memory's examples."""
+    try:
+        return parse_threshold(value)
+    except ValueError:
+        pass  # the timing threshold's message quotes timing examples
+    raise ValueError(
+        "a memory threshold must be finite and 0 or more (0.1 or 10% for 10% more memory, 1.0 for "
+        f"twice as much), got {value!r}"
+    )
+
+
 def _count(value: Any) -> int:
     """A number of things to show, 0 meaning all of them (like pytest's --durations)."""
     if isinstance(value, bool):
@@ -210,7 +222,7 @@ OPTIONS: tuple[Option, ...] = (
         0.1,
         "device memory: a call whose peak allocation beyond its inputs grew by more than this fraction "
         "of its baseline's (0.1, 10%%), and by more than 1 MiB, fails (CUDA only)",
-        _threshold,
+        _memory_threshold,
         marker=True,
     ),
     Option(
