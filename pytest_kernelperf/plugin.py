@@ -63,12 +63,18 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     except SettingsError as exc:
         raise pytest.UsageError(f"pytest-kernelperf: {exc}") from None
+    role = config.stash[ROLE] = decide_role(config)
     against = None
     if settings.against is not None:  # imported only then: its loader adds to every start-up
         from pytest_kernelperf.plugins.against import against_revision
 
-        against = against_revision(settings.against, Path(config.rootpath))
-    role = config.stash[ROLE] = decide_role(config)
+        against = against_revision(
+            settings.against,
+            Path(config.rootpath),
+            limit_s=settings.against_timeout or None,
+            started_by_run=role is not Role.MAIN,
+        )
+        config.pluginmanager.register(against, "kernelperf-against")
     faults = FaultGuard()
     # The parent of isolated tests measures nothing itself: its children pin their GPUs.
     gpus = GpuPlacement(settings, runs_kernels_here=role is Role.CHILD or not settings.isolate)

@@ -62,6 +62,19 @@ def _seconds(value: Any) -> float:
     return number
 
 
+def _time_limit(value: Any) -> float:
+    """Seconds something may take, 0 meaning no limit; a day at most."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected seconds, got {value!r}")
+    try:
+        number = float(str(value).strip().removesuffix("s"))
+    except ValueError:
+        raise ValueError(f"expected seconds such as 600 (0: no limit), got {value!r}") from None
+    if not 0 <= number <= 86400:
+        raise ValueError(f"expected 0 (no limit) to 86400 seconds, got {value!r}")
+    return number
+
+
 def _fraction(value: Any) -> float:
     return parse_fraction(value)
 
@@ -183,6 +196,14 @@ OPTIONS: tuple[Option, ...] = (
         "stored baselines (implies --kernelperf)",
         _revision,
         ini=False,
+    ),
+    Option(
+        "against_timeout",
+        600.0,
+        "with --kernelperf-against: seconds an import of REF's module or the first call of REF's "
+        "kernel may take; one that takes longer is not compared (incomparable, with the reason), "
+        "and one stuck in native code past twice this ends the run with exit status 2 (0: no limit)",
+        _time_limit,
     ),
     Option(
         "prune",
@@ -421,6 +442,7 @@ class Settings:
     compare: bool = DEFAULTS["compare"]
     update: bool = DEFAULTS["update"]
     against: str | None = DEFAULTS["against"]
+    against_timeout: float = DEFAULTS["against_timeout"]
     prune: bool = DEFAULTS["prune"]
     strict: bool = DEFAULTS["strict"]
     threshold: float = DEFAULTS["threshold"]
