@@ -35,6 +35,7 @@ from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.ids import check_name
 from pytest_kernelperf.measure import placement
 from pytest_kernelperf.measure.clock import Clock, active
+from pytest_kernelperf.measure.interpreter import interpreted
 from pytest_kernelperf.measure.memory import MemoryReading, MemoryRequest
 from pytest_kernelperf.measure.placement import Placements
 from pytest_kernelperf.measure.roofline import tensor_bytes
@@ -287,6 +288,10 @@ class KernelBench:
                 # No bytes= given: count the tensors read and written (the report says "inferred").
                 inferred = tensor_bytes(args, kwargs, output) if bytes is None else None
                 del output, checked  # on a GPU it may be a GiB that timing needs
+                if self.settings.timing and (untimed := interpreted(fn)) is not None:  # Triton on CPU
+                    return self._record(
+                        BenchResult(self.nodeid, name, self.device, Verdict.CHECKED, notes=(untimed, *notes))
+                    )
                 if not self.settings.timing:
                     return self._record(
                         BenchResult(self.nodeid, name, self.device, Verdict.CHECKED, notes=notes)
@@ -504,7 +509,8 @@ class KernelBench:
         with self._step("first_call", f"first call of {where} (compile, JIT, autotune)"):
             try:
                 adapted = base.lookup.adapt(original)
-                expected = base.fn(*adapted[0], **adapted[1])
+                with base.lookup.bounded():  # --kernelperf-against-timeout
+                    expected = base.fn(*adapted[0], **adapted[1])
             except BaseException as exc:  # its code, not the test's (pytest.skip too): not comparable
                 if isinstance(exc, KeyboardInterrupt):
                     raise

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_kernelperf import hookspec
-from pytest_kernelperf.measure.faults import FaultGuard
+from pytest_kernelperf.measure.faults import FaultGuard, kernel_name
 from pytest_kernelperf.measure.memory import MemoryReading, MemoryRequest
 from pytest_kernelperf.measure.timing import Timer, make_timer
 from pytest_kernelperf.model.device import DeviceInfo
@@ -24,6 +24,7 @@ from pytest_kernelperf.plugins.role import ROLE, Role
 from pytest_kernelperf.plugins.role import decide as decide_role
 from pytest_kernelperf.plugins.run import KernelperfRun
 from pytest_kernelperf.plugins.session import KernelperfSession
+from pytest_kernelperf.plugins.triton_driver import skipped_without_driver
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
 from pytest_kernelperf.settings import MARKER_KEYS, OPTIONS, Settings, SettingsError, merge_markers, resolve
 
@@ -84,7 +85,11 @@ def pytest_configure(config: pytest.Config) -> None:
         device_info=lambda kind: _device_info(config, kind),
         fail=_fail,
         profile=lambda request: _profile_call(config, request),
-        guard=lambda nodeid: lambda fn, name: faults.around_call(nodeid, fn, name),
+        guard=lambda nodeid: (
+            lambda fn, name: skipped_without_driver(
+                faults.around_call(nodeid, fn, name), kernel_name(fn, name)
+            )
+        ),
         later_recording=role is Role.RECORDER,
         peak_memory=lambda request: _peak_memory(config, request),
         # Only the main process writes to the terminal: never an xdist worker or a child process.
