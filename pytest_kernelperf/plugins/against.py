@@ -60,6 +60,7 @@ class AgainstRevision:
         self._folder: Path | None = None
         self._code: RevisionCode | str | None = None  # str: why the revision could not be exported
         self._session: pytest.Session | None = None
+        self._stop: str | None = None  # why the run ends before any test (share)
 
     def find(self, fn: Callable[..., Any], test_module: Path) -> Lookup:
         """fn's counterpart; `test_module` is the test file's path relative to the rootdir."""
@@ -78,18 +79,17 @@ class AgainstRevision:
             code = self._revision_code()
         except KeyboardInterrupt:
             self.close()
-            pytest.exit(
+            self._stop = (
                 f"pytest-kernelperf: interrupted while exporting {described} for --kernelperf-against "
-                "(its partial export removed): no test was run",
-                returncode=pytest.ExitCode.INTERRUPTED,
+                "(its partial export removed): no test was run"
             )
+            return
         if isinstance(code, str):
-            pytest.exit(
+            self._stop = (
                 f"pytest-kernelperf: --kernelperf-against {described}: its code cannot be loaded, so "
-                f"nothing can be compared with it: {code}",
-                returncode=pytest.ExitCode.INTERRUPTED,
+                f"nothing can be compared with it: {code}"
             )
-        if self._folder is not None:
+        elif self._folder is not None:
             os.environ[SHARED] = f"{self.revision.commit}:{code.base_top}"
 
     def _revision_code(self) -> RevisionCode | str:
@@ -117,8 +117,11 @@ class AgainstRevision:
 
     # -- pytest hooks --------------------------------------------------------------------------
 
+    @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self._session = session
+        if self._stop is not None:  # exit status 2 (INTERRUPTED: nothing was run), the reason on stderr
+            pytest.exit(self._stop, returncode=pytest.ExitCode.INTERRUPTED)
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:

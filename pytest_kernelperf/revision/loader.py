@@ -121,7 +121,7 @@ class RevisionCode:
                 return made
         if defined and home is not None and self._repo_file(home) is None:
             return outside
-        if tried and all(lookup.found is Found.ABSENT for lookup in tried):
+        if tried and tried[0].found is Found.ABSENT:  # its likeliest home lacks the name
             renamed = self._renamed(fn, self._homes(target, test_module)[:2])
             if renamed is not None:
                 return renamed
