@@ -30,8 +30,8 @@ def interpreted(fn: Any) -> str | None:
     if kernel is None:
         return None
     return (
-        f"checked, not timed: {kernel} runs in Triton's CPU interpreter (TRITON_INTERPRET=1), whose "
-        "times are the interpreter's, not the kernel's; time it on a GPU without TRITON_INTERPRET"
+        f"untimed: {kernel} runs in Triton's CPU interpreter (TRITON_INTERPRET=1), whose times are the "
+        "interpreter's, not the kernel's; time it on a GPU without TRITON_INTERPRET"
     )
 
 
