@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -312,3 +313,24 @@ def test_the_ci_docs_describe_the_export_refs_files_really_get() -> None:
     text = (DOCS / "ci.md").read_text()
     assert "exported with `git archive`" not in text
     assert "git read-tree" in text and "git checkout-index" in text
+
+
+def test_a_worker_takes_only_an_export_a_process_above_it_made_of_that_commit(tmp_path: Path) -> None:
+    from pytest_kernelperf.plugins.against import PREFIX, STAMP, _made_above
+
+    commit_id = "a" * 40
+
+    def export(pid: int, name: str, stamp: str | None = commit_id) -> Path:
+        tree = tmp_path / f"{PREFIX}{pid}-{name}" / "tree"
+        tree.mkdir(parents=True)
+        if stamp is not None:
+            (tree.parent / STAMP).write_text(stamp + "\n")
+        return tree
+
+    assert _made_above(export(os.getppid(), "ok"), commit_id)
+    assert not _made_above(export(os.getpid(), "mine"), commit_id)  # this process is not above itself
+    assert not _made_above(export(os.getppid(), "other"), "b" * 40)  # an export of another commit
+    assert not _made_above(export(os.getppid(), "unstamped", stamp=None), commit_id)
+    planted = tmp_path / "planted" / "tree"
+    planted.mkdir(parents=True)
+    assert not _made_above(planted, commit_id)  # not named as an export
