@@ -447,6 +447,7 @@ class RevisionCode:
         # Tried first in a forked copy: an import that ends the process or never returns is
         # refused before it runs here (containment.py says what guards what).
         if not self._importing and not self._probing:
+            self._classify(list(sys.modules.values()))  # asked of git once, here, not in each copy
             what = f"{module_name} at {self.name}"
             ended = import_returns(what, lambda: self._probe(module_name), self.limit_s)
             if ended is not None:

@@ -9,6 +9,7 @@ import importlib
 import json
 import math
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -131,16 +132,16 @@ def test_an_import_or_first_call_of_ref_that_hangs_is_bounded(pytester: pytest.P
     )
     (repo / "kern" / "hangs_at_import.py").write_text(kernel())
     (repo / "kern" / "hangs_when_called.py").write_text(kernel())
-    result = run(pytester, "--kernelperf-against", "HEAD", "--kernelperf-against-timeout=1", "-W", "ignore")
+    result = run(pytester, "--kernelperf-against", "HEAD", "--kernelperf-against-timeout=3", "-W", "ignore")
     result.assert_outcomes(passed=2)
     by_module = {
         r["nodeid"].split("::")[0]: r for r in json.loads((repo / "run.json").read_text())["results"]
     }
     imported, called = by_module["test_import.py"], by_module["test_call.py"]
     assert imported["verdict"] == called["verdict"] == "incomparable"
-    assert "did not return within 1 s (--kernelperf-against-timeout)" in imported["comparison"]["reason"]
+    assert "did not return within 3 s (--kernelperf-against-timeout)" in imported["comparison"]["reason"]
     assert "RevisionTimeout" in called["comparison"]["reason"]
-    assert "did not return within 1 s" in called["comparison"]["reason"]
+    assert "did not return within 3 s" in called["comparison"]["reason"]
 
 
 @pytest.mark.parametrize("value", ["-1", "abc", "1e400", "nan"])
@@ -334,3 +335,26 @@ def test_a_worker_takes_only_an_export_a_process_above_it_made_of_that_commit(tm
     planted = tmp_path / "planted" / "tree"
     planted.mkdir(parents=True)
     assert not _made_above(planted, commit_id)  # not named as an export
+
+
+def test_an_exit_handler_registered_past_the_guard_cannot_change_the_exit_status(tmp_path: Path) -> None:
+    """A handler registered through a reference to atexit.register taken before the guard (no guard
+    sees it): the import is refused, and the run's exit status (1 here) is the process's."""
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import atexit, os, sys\n"
+        "from pathlib import Path\n"
+        "from pytest_kernelperf.revision.containment import ProcessExitRefused, no_process_exit, "
+        "reassert_exit_status\n"
+        "register = atexit.register\n"
+        "try:\n"
+        "    with no_process_exit('kern.ops at REF', Path('/nonexistent')):\n"
+        "        register(os._exit, 0)\n"
+        "except ProcessExitRefused as refused:\n"
+        "    print(refused)\n"
+        "reassert_exit_status(1)\n"
+        "sys.exit(1)\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=False)
+    assert done.returncode == 1, done
+    assert "registered 1 exit handler(s) while imported, past atexit.register" in done.stdout
