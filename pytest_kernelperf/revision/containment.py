@@ -9,7 +9,7 @@ others cannot see:
   import that ends the copy by any means (a C library's `exit`, a signal) or runs past the time
   limit is refused before this process imports it.
 * `no_process_exit`, while the revision's module is imported here: `os._exit` and the `os.exec*`
-  family raise `ProcessExitRefused` instead, and so does `atexit.register` called from the
+  family (and posix's own) raise `ProcessExitRefused` instead, and so does `atexit.register` called from the
   revision's files. Libraries the import pulls in may still register their own exit handlers.
 * `reassert_exit_status`: should exit handlers have been registered during such an import some
   other way than those the guard saw, the run ends, after its reports, with its own exit status
@@ -65,6 +65,9 @@ def no_process_exit(what: str, own_files: Path) -> Iterator[None]:
     A forked child (multiprocessing's) still ends as it means to: only this process is guarded."""
     pid = os.getpid()
     saved: dict[str, Callable[..., Any]] = {name: getattr(os, name) for name in _ENDINGS}
+    # The same functions under the C module's own name (os's are posix's on Linux and macOS).
+    native = sys.modules.get("posix") or sys.modules.get("nt")
+    native_saved = {name: getattr(native, name) for name in _ENDINGS if hasattr(native, name)}
     register = atexit.register
 
     def refusing(name: str) -> Callable[..., Any]:
@@ -94,12 +97,16 @@ def no_process_exit(what: str, own_files: Path) -> Iterator[None]:
     before = atexit._ncallbacks()
     for name in _ENDINGS:
         setattr(os, name, refusing(name))
+        if name in native_saved:
+            setattr(native, name, getattr(os, name))
     atexit.register = guarded_register
     try:
         yield
     finally:
         for name, value in saved.items():
             setattr(os, name, value)
+        for name, value in native_saved.items():
+            setattr(native, name, value)
         atexit.register = register
         unseen = atexit._ncallbacks() - before - seen[0]
         if unseen > 0:
