@@ -60,8 +60,9 @@ def _caller_file(depth: int) -> Path | None:
 
 @contextlib.contextmanager
 def no_process_exit(what: str, own_files: Path) -> Iterator[None]:
-    """For the length of the block (an import of `what`, whose files lie under `own_files`): the
-    process cannot be ended or replaced, and the revision's files cannot register exit handlers.
+    """For the length of the block (an import or the first call of `what`, whose files lie under
+    `own_files`): the process cannot be ended or replaced, and the revision's files cannot
+    register exit handlers.
     A forked child (multiprocessing's) still ends as it means to: only this process is guarded."""
     pid = os.getpid()
     saved: dict[str, Callable[..., Any]] = {name: getattr(os, name) for name in _ENDINGS}
@@ -77,8 +78,8 @@ def no_process_exit(what: str, own_files: Path) -> Iterator[None]:
             if os.getpid() != pid:
                 return real(*args, **kwargs)
             raise ProcessExitRefused(
-                f"{what} called os.{name} while imported: the revision's code may not end or replace "
-                "the process that judges it"
+                f"{what} called os.{name}: the revision's code may not end or replace the process "
+                "that judges it"
             )
 
         return refuse
@@ -87,8 +88,8 @@ def no_process_exit(what: str, own_files: Path) -> Iterator[None]:
         caller = _caller_file(1)
         if os.getpid() == pid and caller is not None and caller.is_relative_to(own_files):
             raise ProcessExitRefused(
-                f"{what} registers an exit handler (atexit.register({getattr(func, '__name__', func)!s})) "
-                "while imported: the revision's code may not run when the run ends"
+                f"{what} registers an exit handler (atexit.register({getattr(func, '__name__', func)!s})): "
+                "the revision's code may not run when the run ends"
             )
         seen[0] += 1
         return register(func, *args, **kwargs)
@@ -113,8 +114,8 @@ def no_process_exit(what: str, own_files: Path) -> Iterator[None]:
             _State.unseen_exit_handlers += unseen
     if unseen > 0:
         raise ProcessExitRefused(
-            f"{what} registered {unseen} exit handler(s) while imported, past atexit.register: the "
-            "revision's code may not run when the run ends (the run's exit status is kept)"
+            f"{what} registered {unseen} exit handler(s) past atexit.register: the revision's code "
+            "may not run when the run ends (the run's exit status is kept)"
         )
 
 

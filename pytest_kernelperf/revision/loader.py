@@ -55,7 +55,8 @@ class Lookup:
     adapt: Callable[[Any], Any] = lambda value: value
     # How many imports the revision's code has made when called, so far (RevisionCode._import)
     imports_when_called: Callable[[], int] = lambda: 0
-    # Bounds a call of fn (its first, which compiles it) by --kernelperf-against-timeout
+    # Bounds a call of fn (its first, which compiles it) by --kernelperf-against-timeout, and keeps
+    # it from ending the process (containment.py)
     bounded: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
 
 
@@ -400,6 +401,12 @@ class RevisionCode:
             )
         return self._found(value, where)
 
+    @contextlib.contextmanager
+    def _first_call(self, what: str) -> Iterator[None]:
+        """A counterpart's first call: bounded in time, and unable to end the process."""
+        with TimeLimit(what, self.limit_s), no_process_exit(what, self.base_top):
+            yield
+
     def _renamed(self, fn: Callable[..., Any], modules: list[ModuleType]) -> Lookup | None:
         """fn renamed with no alias left: the one function of the same module at the revision (or
         of the test's module) whose code is fn's, under a name this code no longer has."""
@@ -435,7 +442,7 @@ class RevisionCode:
             where=where,
             adapt=self.translate,
             imports_when_called=lambda: self.imports_when_called,
-            bounded=lambda: TimeLimit(f"{where} at {self.name}", self.limit_s),
+            bounded=lambda: self._first_call(f"{where} at {self.name}"),
         )
 
     def _load(self, module_name: str) -> ModuleType | str:

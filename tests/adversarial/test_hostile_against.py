@@ -79,6 +79,7 @@ HOSTILE_IMPORTS = {
     "kern/exits.py": kernel(prelude="import os\nos._exit(0)\n"),
     "kern/exits_later.py": kernel(prelude="import atexit, os\natexit.register(os._exit, 0)\n"),
     "kern/exits_in_c.py": kernel(prelude="import ctypes\nctypes.CDLL(None)._exit(0)\n"),
+    "kern/exits_when_called.py": "import os\n\ndef kernel(x):\n    os._exit(0)\n\nkernel.fake_ms = 1.0\n",
     "kern/slow.py": kernel(),
 }
 
@@ -87,8 +88,9 @@ HOSTILE_IMPORTS = {
 def test_refs_code_that_ends_the_process_at_import_decides_nothing(
     pytester: pytest.Pytester, repo: Path
 ) -> None:
-    """os._exit(0) at import, an exit handler that calls it, and the C library's own _exit: each is
-    refused (incomparable, why), and the run's 5x regression still fails it with exit 1 and a JSON."""
+    """os._exit(0) at import or in the first call, an exit handler that calls it, and the C library's
+    own _exit: each is refused (incomparable, why), and the run's 5x regression still fails it with
+    exit 1 and a JSON."""
     tests = {f"test_{Path(path).stem}.py": a_test(f"kern.{Path(path).stem}") for path in HOSTILE_IMPORTS}
     commit(repo, {**HOSTILE_IMPORTS, **tests})
     (repo / "kern" / "slow.py").write_text(kernel(ms=5.0))
@@ -110,7 +112,8 @@ def test_refs_code_that_ends_the_process_at_import_decides_nothing(
     }
     assert by_module["test_slow.py"]["verdict"] == "slower"
     for module, said in [
-        ("test_exits.py", "called os._exit while imported"),
+        ("test_exits.py", "called os._exit: the revision's code may not end"),
+        ("test_exits_when_called.py", "called os._exit: the revision's code may not end"),
         ("test_exits_later.py", "registers an exit handler"),
         ("test_exits_in_c.py", "ended the process (exit status 0) before it returned"),
     ]:
@@ -357,4 +360,4 @@ def test_an_exit_handler_registered_past_the_guard_cannot_change_the_exit_status
     )
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=False)
     assert done.returncode == 1, done
-    assert "registered 1 exit handler(s) while imported, past atexit.register" in done.stdout
+    assert "registered 1 exit handler(s) past atexit.register" in done.stdout
