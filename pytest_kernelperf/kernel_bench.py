@@ -509,7 +509,7 @@ class KernelBench:
         with self._step("first_call", f"first call of {where} (compile, JIT, autotune)"):
             try:
                 adapted = base.lookup.adapt(original)
-                with base.lookup.bounded():  # --kernelperf-against-timeout
+                with base.lookup.bounded():  # time-limited; cannot end the process
                     expected = base.fn(*adapted[0], **adapted[1])
             except BaseException as exc:  # its code, not the test's (pytest.skip too): not comparable
                 if isinstance(exc, KeyboardInterrupt):
