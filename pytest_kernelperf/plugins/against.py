@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -113,7 +114,21 @@ class AgainstRevision:
         return self._code
 
     def _loaded(self, tree: Path) -> RevisionCode:
-        return RevisionCode(self.revision.top, tree, self.revision.describe(), limit_s=self._limit_s)
+        return RevisionCode(
+            self.revision.top, tree, self.revision.describe(), limit_s=self._limit_s, say=self._say
+        )
+
+    def _say(self, line: str) -> None:
+        """A line on the terminal's stderr, past pytest's capturing (the process ends right after)."""
+        config = self._session.config if self._session is not None else None
+        capture = config.pluginmanager.get_plugin("capturemanager") if config is not None else None
+        if capture is not None:
+            capture.suspend_global_capture(in_=False)
+            fixture = getattr(capture, "_capture_fixture", None)
+            if fixture is not None:
+                fixture._suspend()
+        sys.stderr.write(f"\n{line}\n")
+        sys.stderr.flush()
 
     # -- pytest hooks --------------------------------------------------------------------------
 

@@ -64,11 +64,19 @@ class RevisionCode:
     """The code of one revision (its files exported under `base_top`) beside this process's own,
     whose repository is at `top`."""
 
-    def __init__(self, top: Path, base_top: Path, name: str, limit_s: float | None = None) -> None:
+    def __init__(
+        self,
+        top: Path,
+        base_top: Path,
+        name: str,
+        limit_s: float | None = None,
+        say: Callable[[str], None] | None = None,
+    ) -> None:
         self.top = top.resolve()
         self.base_top = base_top.resolve()
         self.name = name  # how messages name the revision
         self.limit_s = limit_s  # seconds an import or a first call of its code may take (None: any)
+        self._say = say  # the line before a call that cannot be stopped ends the process (time_limit.py)
         self._loaded: dict[str, ModuleType] = {}  # the revision's modules, by name
         self._failed: dict[str, str] = {}  # module name -> why the revision's cannot be imported
         self._inside: dict[str, Path | None] = {}  # module file -> its path in the repo (None: outside)
@@ -404,7 +412,7 @@ class RevisionCode:
     @contextlib.contextmanager
     def _first_call(self, what: str) -> Iterator[None]:
         """A counterpart's first call: bounded in time, and unable to end the process."""
-        with TimeLimit(what, self.limit_s), no_process_exit(what, self.base_top):
+        with TimeLimit(what, self.limit_s, self._say), no_process_exit(what, self.base_top):
             yield
 
     def _renamed(self, fn: Callable[..., Any], modules: list[ModuleType]) -> Lookup | None:

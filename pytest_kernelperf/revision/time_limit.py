@@ -9,18 +9,28 @@ never returns) stops only when it comes back to Python. One that has not after a
 cannot be stopped at all: the process then ends with exit status 2 and a line on stderr saying
 which call hung, rather than hang without end or pass.
 
-Only in the main thread (signal handlers live there, and pytest runs tests there); elsewhere the
-call is not bounded. No pytest here.
+Only in the main thread (signal handlers live there, and pytest runs tests there) of a system with
+`signal.pthread_kill` (not Windows); elsewhere the call is not bounded. No pytest here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
+
+# The process's own exit, taken before any guard (containment.py) replaces os._exit for a call.
+_EXIT = os._exit
+
+
+def _to_stderr(line: str) -> None:
+    sys.stderr.write(f"\n{line}\n")
+    sys.stderr.flush()
 
 
 class RevisionTimeout(BaseException):
@@ -31,9 +41,10 @@ class RevisionTimeout(BaseException):
 class TimeLimit:
     """A context manager bounding its block to `limit_s` seconds (None or 0: unbounded)."""
 
-    def __init__(self, what: str, limit_s: float | None) -> None:
+    def __init__(self, what: str, limit_s: float | None, say: Callable[[str], None] | None = None) -> None:
         self.what = what
         self.limit_s = limit_s or None
+        self._say = say or _to_stderr  # the last line before the process ends: past any capturing
         self.fired = False
         self._lock = threading.Lock()
         self._done = False
@@ -42,7 +53,11 @@ class TimeLimit:
         self._armed = False
 
     def __enter__(self) -> TimeLimit:
-        if self.limit_s is None or threading.current_thread() is not threading.main_thread():
+        if (
+            self.limit_s is None
+            or threading.current_thread() is not threading.main_thread()
+            or not hasattr(signal, "pthread_kill")  # Windows
+        ):
             return self
         self._previous = signal.getsignal(signal.SIGINT)
         signal.signal(signal.SIGINT, self._interrupted)
@@ -82,12 +97,12 @@ class TimeLimit:
         with self._lock:
             if self._done:
                 return
-            sys.stderr.write(
-                f"\npytest-kernelperf: {self._message()} and could not be stopped (it did not come "
-                "back to Python): the run ends here, exit status 2\n"
-            )
-            sys.stderr.flush()
-            os._exit(2)
+            with contextlib.suppress(Exception):
+                self._say(
+                    f"pytest-kernelperf: {self._message()} and could not be stopped (it did not come "
+                    "back to Python): the run ends here, exit status 2"
+                )
+            _EXIT(2)
 
     def _interrupted(self, number: int, frame: FrameType | None) -> Any:
         if self.fired:

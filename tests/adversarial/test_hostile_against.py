@@ -147,6 +147,26 @@ def test_an_import_or_first_call_of_ref_that_hangs_is_bounded(pytester: pytest.P
     assert "did not return within 3 s" in called["comparison"]["reason"]
 
 
+@pytest.mark.slow  # a process of its own, which the stuck call ends
+def test_a_first_call_of_ref_that_cannot_be_stopped_ends_the_run_with_exit_2(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    stuck = (
+        "import time\n\ndef kernel(x):\n    while True:\n        try:\n            time.sleep(30)\n"
+        "        except BaseException:\n            pass\n\nkernel.fake_ms = 1.0\n"
+    )
+    commit(repo, {"kern/stuck.py": stuck, "test_stuck.py": a_test("kern.stuck")})
+    (repo / "kern" / "stuck.py").write_text(kernel())
+    result = pytester.runpytest_subprocess(
+        *SUBPROCESS_ARGS, "--kernelperf-against", "HEAD", "--kernelperf-against-timeout=1", timeout=120
+    )
+    assert result.ret == 2
+    assert "kern.stuck:kernel at HEAD" in result.stderr.str()
+    assert "did not return within 1 s (--kernelperf-against-timeout) and could not be stopped" in (
+        result.stderr.str()
+    )
+
+
 @pytest.mark.parametrize("value", ["-1", "abc", "1e400", "nan"])
 def test_a_bad_against_timeout_is_a_usage_error(value: str) -> None:
     with pytest.raises(SettingsError, match="--kernelperf-against-timeout"):
