@@ -21,6 +21,7 @@ from pytest_kernelperf.call.spec import CallSpec, spec_of
 from pytest_kernelperf.correctness import snapshot
 from pytest_kernelperf.ids import check_name
 from pytest_kernelperf.measure.clock import Clock
+from pytest_kernelperf.measure.interpreter import interpreted
 from pytest_kernelperf.measure.roofline import tensor_bytes
 from pytest_kernelperf.model.baseline import split_nodeid
 from pytest_kernelperf.model.result import BenchResult, Verdict
@@ -158,13 +159,13 @@ class KernelBench:
             inferred = tensor_bytes(spec.args, spec.kwargs, checked.output) if spec.bytes is None else None
             notes = checked.notes
             del checked  # on a GPU its output may be a GiB that timing needs
-            if not settings.timing:
-                return run.record(
-                    BenchResult(run.nodeid, run.name, self.device, Verdict.CHECKED, notes=notes)
-                )
-            if inferred is not None:
-                spec = replace(spec, bytes=inferred)
-            return self._timed(run, spec, base, context, notes, bytes_inferred=inferred is not None)
+            if settings.timing and (untimed := interpreted(spec.fn)) is not None:  # Triton on CPU
+                notes = (untimed, *notes)
+            elif settings.timing:
+                if inferred is not None:
+                    spec = replace(spec, bytes=inferred)
+                return self._timed(run, spec, base, context, notes, bytes_inferred=inferred is not None)
+            return run.record(BenchResult(run.nodeid, run.name, self.device, Verdict.CHECKED, notes=notes))
 
     def _timed(
         self,

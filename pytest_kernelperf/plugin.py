@@ -15,7 +15,7 @@ import pytest
 
 from pytest_kernelperf import hookspec
 from pytest_kernelperf.call.context import Devices
-from pytest_kernelperf.measure.faults import FaultGuard
+from pytest_kernelperf.measure.faults import FaultGuard, kernel_name
 from pytest_kernelperf.measure.memory import MemoryReading, MemoryRequest
 from pytest_kernelperf.measure.timing import Timer, make_timer
 from pytest_kernelperf.model.device import DeviceInfo
@@ -25,6 +25,7 @@ from pytest_kernelperf.plugins.role import ROLE, Role
 from pytest_kernelperf.plugins.role import decide as decide_role
 from pytest_kernelperf.plugins.run import KernelperfRun
 from pytest_kernelperf.plugins.session import KernelperfSession
+from pytest_kernelperf.plugins.triton_driver import skipped_without_driver
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
 from pytest_kernelperf.settings import MARKER_KEYS, OPTIONS, Settings, SettingsError, merge_markers, resolve
 
@@ -64,12 +65,18 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     except SettingsError as exc:
         raise pytest.UsageError(f"pytest-kernelperf: {exc}") from None
+    role = config.stash[ROLE] = decide_role(config)
     against = None
     if settings.against is not None:  # imported only then: its loader adds to every start-up
         from pytest_kernelperf.plugins.against import against_revision
 
-        against = against_revision(settings.against, Path(config.rootpath))
-    role = config.stash[ROLE] = decide_role(config)
+        against = against_revision(
+            settings.against,
+            Path(config.rootpath),
+            limit_s=settings.against_timeout or None,
+            started_by_run=role is not Role.MAIN,
+        )
+        config.pluginmanager.register(against, "kernelperf-against")
     faults = FaultGuard()
     # The parent of isolated tests measures nothing itself: its children pin their GPUs.
     gpus = GpuPlacement(settings, runs_kernels_here=role is Role.CHILD or not settings.isolate)
@@ -82,7 +89,11 @@ def pytest_configure(config: pytest.Config) -> None:
             peak_memory=lambda request: _peak_memory(config, request),
         ),
         fail=_fail,
-        guard=lambda nodeid: lambda fn, name: faults.around_call(nodeid, fn, name),
+        guard=lambda nodeid: (
+            lambda fn, name: skipped_without_driver(
+                faults.around_call(nodeid, fn, name), kernel_name(fn, name)
+            )
+        ),
         later_recording=role is Role.RECORDER,
         # Only the main process writes to the terminal: never an xdist worker or a child process.
         progress=Progress(config, enabled=role is Role.MAIN),

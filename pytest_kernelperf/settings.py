@@ -62,12 +62,37 @@ def _seconds(value: Any) -> float:
     return number
 
 
+def _time_limit(value: Any) -> float:
+    """Seconds something may take, 0 meaning no limit; a day at most."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected seconds, got {value!r}")
+    try:
+        number = float(str(value).strip().removesuffix("s"))
+    except ValueError:
+        raise ValueError(f"expected seconds such as 600 (0: no limit), got {value!r}") from None
+    if not 0 <= number <= 86400:
+        raise ValueError(f"expected 0 (no limit) to 86400 seconds, got {value!r}")
+    return number
+
+
 def _fraction(value: Any) -> float:
     return parse_fraction(value)
 
 
 def _threshold(value: Any) -> float:
     return parse_threshold(value)
+
+
+def _memory_threshold(value: Any) -> float:
+    """The allowed growth of a call's peak memory: a threshold, refused with memory's examples."""
+    try:
+        return parse_threshold(value)
+    except ValueError:
+        pass  # the timing threshold's message quotes timing examples
+    raise ValueError(
+        "a memory threshold must be finite and 0 or more (0.1 or 10% for 10% more memory, 1.0 for "
+        f"twice as much), got {value!r}"
+    )
 
 
 def _count(value: Any) -> int:
@@ -173,6 +198,14 @@ OPTIONS: tuple[Option, ...] = (
         ini=False,
     ),
     Option(
+        "against_timeout",
+        600.0,
+        "with --kernelperf-against: seconds an import of REF's module or the first call of REF's "
+        "kernel may take; one that takes longer is not compared (incomparable, with the reason), "
+        "and one stuck in native code past twice this ends the run with exit status 2 (0: no limit)",
+        _time_limit,
+    ),
+    Option(
         "prune",
         False,
         "with --kernelperf-update-baselines, remove baseline entries and files of tests that no longer "
@@ -210,7 +243,7 @@ OPTIONS: tuple[Option, ...] = (
         0.1,
         "device memory: a call whose peak allocation beyond its inputs grew by more than this fraction "
         "of its baseline's (0.1, 10%%), and by more than 1 MiB, fails (CUDA only)",
-        _threshold,
+        _memory_threshold,
         marker=True,
     ),
     Option(
@@ -409,6 +442,7 @@ class Settings:
     compare: bool = DEFAULTS["compare"]
     update: bool = DEFAULTS["update"]
     against: str | None = DEFAULTS["against"]
+    against_timeout: float = DEFAULTS["against_timeout"]
     prune: bool = DEFAULTS["prune"]
     strict: bool = DEFAULTS["strict"]
     threshold: float = DEFAULTS["threshold"]

@@ -88,7 +88,8 @@ def answer(base: Counterpart, spec: CallSpec, run: CallRun, output: Any, origina
     with run.first_call(where):
         try:
             adapted = base.lookup.adapt(original)
-            expected = base.fn(*adapted[0], **adapted[1])
+            with base.lookup.bounded():  # time-limited; cannot end the process
+                expected = base.fn(*adapted[0], **adapted[1])
         except BaseException as exc:  # its code, not the test's (pytest.skip too): not comparable
             if isinstance(exc, KeyboardInterrupt):
                 raise

@@ -22,6 +22,7 @@ test itself writes at that instant is not captured: the one race of writing duri
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import threading
 import time
@@ -36,12 +37,15 @@ DEFAULT_AFTER_S = 5.0
 
 
 def threshold() -> float:
-    """Seconds of a step before it is announced: KERNELPERF_PROGRESS_AFTER, else 5."""
+    """Seconds of a step before it is announced: KERNELPERF_PROGRESS_AFTER, else 5; infinity (never
+    announce) for `inf` or a wait longer than a timer thread can (threading.TIMEOUT_MAX)."""
     try:
         value = float(os.environ.get(AFTER_VARIABLE, DEFAULT_AFTER_S))
     except ValueError:
         return DEFAULT_AFTER_S
-    return value if value >= 0 else DEFAULT_AFTER_S
+    if not value >= 0:  # negative or nan
+        return DEFAULT_AFTER_S
+    return math.inf if value >= threading.TIMEOUT_MAX else value
 
 
 class _Step:
@@ -87,7 +91,7 @@ class Progress:
         state = _Step(what)
         if announce:
             self._started(state)
-        elif watch:
+        elif watch and math.isfinite(self.after):
             state.timer = threading.Timer(self.after, self._started, (state,))
             state.timer.daemon = True
             with self._lock:

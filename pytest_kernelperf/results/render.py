@@ -281,10 +281,13 @@ def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | Non
 def against_lines(results: Sequence[BenchResult]) -> list[str]:
     """What "Base (ms)" and "Change" mean in a --kernelperf-against run, and answers that changed."""
     revisions = dict.fromkeys(r.against.revision for r in results if r.against is not None)
+    paired = {r.against.revision for r in results if r.against is not None and r.against.timed}
     placed = " (each pair at one memory placement)" if any(r.placements for r in results) else ""
     lines = [
         f"Base (ms): the same function at {revision}, timed in this process in rounds paired with "
         f"this code's{placed}; Change and Verdict judge the pair"
+        if revision in paired
+        else f"no call was paired with {revision}: nothing was compared (each row says why)"
         for revision in revisions
     ]
     for result in results:

@@ -608,15 +608,22 @@ def _ratio_from(reader: _Reader | None) -> RatioCheck | None:
     )
 
 
+# A full commit id as git prints it: SHA-1, or SHA-256 in a repository using it.
+_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
 def _against_from(reader: _Reader | None) -> RevisionCheck | None:
     if reader is None:
         return None
     found = reader.req_text("found")
     if found not in {str(f) for f in Found}:
         raise reader.fail("found", f"expected one of {', '.join(map(str, Found))}, got {found!r}")
+    commit = reader.req_text("commit")
+    if not _COMMIT.fullmatch(commit):
+        raise reader.fail("commit", f"expected a commit of 40 hex digits (64 for SHA-256), got {commit!r}")
     return RevisionCheck(
         revision=reader.req_text("revision"),
-        commit=reader.req_text("commit"),
+        commit=commit,
         found=Found(found),
         where=reader.text("where", optional=True) or "",
         reason=reader.text("reason", optional=True) or "",

@@ -29,13 +29,17 @@ import inspect
 import sys
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import CodeType, MethodType, ModuleType
 from typing import Any
 
 from pytest_kernelperf.model.result import Found
+from pytest_kernelperf.revision.containment import no_process_exit
+from pytest_kernelperf.revision.probe import import_returns
 from pytest_kernelperf.revision.source import NotOwn, not_own
+from pytest_kernelperf.revision.time_limit import TimeLimit
 
 # Never loaded twice: the plugin measuring both sides must be one.
 SHARED_PACKAGES = ("pytest_kernelperf",)
@@ -51,20 +55,34 @@ class Lookup:
     adapt: Callable[[Any], Any] = lambda value: value
     # How many imports the revision's code has made when called, so far (RevisionCode._import)
     imports_when_called: Callable[[], int] = lambda: 0
+    # Bounds a call of fn (its first, which compiles it) by --kernelperf-against-timeout, and keeps
+    # it from ending the process (containment.py)
+    bounded: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
 
 
 class RevisionCode:
     """The code of one revision (its files exported under `base_top`) beside this process's own,
     whose repository is at `top`."""
 
-    def __init__(self, top: Path, base_top: Path, name: str) -> None:
+    def __init__(
+        self,
+        top: Path,
+        base_top: Path,
+        name: str,
+        limit_s: float | None = None,
+        say: Callable[[str], None] | None = None,
+    ) -> None:
         self.top = top.resolve()
         self.base_top = base_top.resolve()
         self.name = name  # how messages name the revision
+        self.limit_s = limit_s  # seconds an import or a first call of its code may take (None: any)
+        self._say = say  # the line before a call that cannot be stopped ends the process (time_limit.py)
         self._loaded: dict[str, ModuleType] = {}  # the revision's modules, by name
         self._failed: dict[str, str] = {}  # module name -> why the revision's cannot be imported
         self._inside: dict[str, Path | None] = {}  # module file -> its path in the repo (None: outside)
         self._importing = 0  # imports of the revision's code in progress (sys.modules is its view)
+        self._probing = False  # in the forked copy that tries an import first (probe.py)
+        self._loaded_by_last_import: list[str] = []  # the revision's modules the last import loaded
         # Imports the revision's functions made when called: each goes through this loader, whose
         # Python costs another time than the interpreter's own import (host-timed pairs differ).
         self.imports_when_called = 0
@@ -112,6 +130,11 @@ class RevisionCode:
                 return made
         if defined and home is not None and self._repo_file(home) is None:
             return outside
+        if tried and tried[0].found is Found.ABSENT:  # its likeliest home lacks the name
+            renamed = self._renamed(fn, self._homes(target, test_module)[:2])
+            if renamed is not None:
+                return renamed
+            return replace(tried[0], reason=tried[0].reason + RENAME_HINT)
         if tried:
             return tried[0]
         return Lookup(
@@ -386,14 +409,48 @@ class RevisionCode:
             )
         return self._found(value, where)
 
+    @contextlib.contextmanager
+    def _first_call(self, what: str) -> Iterator[None]:
+        """A counterpart's first call: bounded in time, and unable to end the process."""
+        with TimeLimit(what, self.limit_s, self._say), no_process_exit(what, self.base_top):
+            yield
+
+    def _renamed(self, fn: Callable[..., Any], modules: list[ModuleType]) -> Lookup | None:
+        """fn renamed with no alias left: the one function of the same module at the revision (or
+        of the test's module) whose code is fn's, under a name this code no longer has."""
+        if not inspect.isfunction(fn):
+            return None
+        key = _code_key(fn.__code__)
+        for module in modules:
+            relative = self._repo_file(module)
+            if relative is None or not (self.base_top / relative).is_file():
+                continue
+            loaded = self._load(module.__name__)
+            if isinstance(loaded, str):
+                continue
+            same = {
+                name: value
+                for name, value in list(vars(loaded).items())
+                if inspect.isfunction(value)
+                and value.__module__ == loaded.__name__
+                and not hasattr(module, name)  # a name this code still has is that function's
+                and _code_key(value.__code__) == key
+            }
+            if len(same) == 1:
+                ((name, value),) = same.items()
+                return self._found(value, f"{module.__name__}:{name} (renamed; the same code)")
+        return None
+
     def _found(self, fn: Callable[..., Any], where: str) -> Lookup:
-        """fn's counterpart found: called with arguments made the revision's, its imports counted."""
+        """fn's counterpart found: called with arguments made the revision's, its imports counted,
+        its first call bounded in time."""
         return Lookup(
             Found.SAME_NAME,
             fn=fn,
             where=where,
             adapt=self.translate,
             imports_when_called=lambda: self.imports_when_called,
+            bounded=lambda: self._first_call(f"{where} at {self.name}"),
         )
 
     def _load(self, module_name: str) -> ModuleType | str:
@@ -402,15 +459,38 @@ class RevisionCode:
             return self._loaded[module_name]
         if module_name in self._failed:
             return self._failed[module_name]
-        with self._as_revision():
+        # Tried first in a forked copy: an import that ends the process or never returns is
+        # refused before it runs here (containment.py says what guards what).
+        if not self._importing and not self._probing:
+            self._classify(list(sys.modules.values()))  # asked of git once, here, not in each copy
+            what = f"{module_name} at {self.name}"
+            ended = import_returns(what, lambda: self._probe(module_name), self.limit_s)
+            if ended is not None:
+                problem = f"{module_name} cannot be imported from {self.name}: {ended}"
+                self._failed[module_name] = problem
+                return problem
+        leaked: list[str] = []
+        with self._as_revision(leaked):
             try:
-                module = importlib.import_module(module_name)
+                with no_process_exit(f"{module_name} at {self.name}", self.base_top):
+                    module = importlib.import_module(module_name)
             except BaseException as exc:  # its own code may raise anything, SystemExit included
                 if isinstance(exc, KeyboardInterrupt):
                     raise
                 problem = f"{module_name} cannot be imported from {self.name}: {type(exc).__name__}: {exc}"
                 self._failed[module_name] = problem
                 return problem
+        if leaked:
+            # Its code reached this checkout's (a symbolic link into the work tree): judging it
+            # would judge this code against itself. Fail closed, for every module of the import.
+            problem = (
+                f"{module_name} at {self.name} imported {', '.join(leaked)} from this checkout, not from "
+                f"{self.name}'s files (a symbolic link into the work tree?): its code would be this code"
+            )
+            for name in [module_name, *self._loaded_by_last_import]:
+                self._loaded.pop(name, None)
+                self._failed[name] = problem
+            return problem
         where = _file(module)
         if where is None or not where.is_relative_to(self.base_top):
             problem = f"{module_name} at {self.name} was not found in its files (it resolved to {where})"
@@ -481,9 +561,15 @@ class RevisionCode:
             for folder in (self.base_top, self.top)
         )
 
+    def _probe(self, module_name: str) -> None:
+        """The import `_load` is about to run, in the forked copy of the process."""
+        self._probing = True
+        self._load(module_name)
+
     @contextlib.contextmanager
-    def _as_revision(self) -> Iterator[None]:
-        """sys.modules and sys.path as the revision's code expects them, for one import."""
+    def _as_revision(self, leaked: list[str] | None = None) -> Iterator[None]:
+        """sys.modules and sys.path as the revision's code expects them, for one import; `leaked`
+        gets the names of this checkout's modules that the import loaded (none should be)."""
         modules = list(sys.modules.items())
         self._classify([m for _, m in modules])
         own = {name: m for name, m in modules if self._swapped(name, m)}
@@ -501,6 +587,7 @@ class RevisionCode:
         finder = _RevisionFinder(self.base_top, self.builtins)
         sys.meta_path.insert(0, finder)
         importlib.invalidate_caches()
+        present = set(sys.modules)
         self._importing += 1
         try:
             with _no_operator_registration(self.name):
@@ -508,11 +595,18 @@ class RevisionCode:
         finally:
             self._importing -= 1
             sys.meta_path.remove(finder)
+            self._loaded_by_last_import = []
             for name, module in list(sys.modules.items()):
                 where = _file(module)
                 if where is not None and where.is_relative_to(self.base_top):
+                    if name not in self._loaded:
+                        self._loaded_by_last_import.append(name)
                     self._loaded[name] = module
                     del sys.modules[name]
+                elif name not in present and self._repo_file(module) is not None:
+                    if leaked is not None:
+                        leaked.append(name)
+                    del sys.modules[name]  # this checkout's code, loaded under the revision's view
             sys.modules.update(own)
             sys.path[:] = path
             importlib.invalidate_caches()
@@ -677,6 +771,28 @@ def _file(module: ModuleType | None) -> Path | None:
 def _resolved(path: str) -> Path:
     """A module file's real path, found once (a process with torch holds thousands of modules)."""
     return Path(path).resolve()
+
+
+# Said where fn's name is absent at the revision.
+RENAME_HINT = (
+    "; if it was renamed (and its code changed), keep the old name as an alias (old_name = new_name) "
+    "for as long as the revision compared with has only the old one"
+)
+
+
+def _code_key(code: CodeType) -> tuple[Any, ...]:
+    """What a function's code does, without its name or lines: equal for a function renamed."""
+    consts = tuple(_code_key(c) if isinstance(c, CodeType) else (type(c), c) for c in code.co_consts)
+    return (
+        code.co_code,
+        consts,
+        code.co_names,
+        code.co_varnames,
+        code.co_freevars,
+        code.co_argcount,
+        code.co_kwonlyargcount,
+        code.co_flags,
+    )
 
 
 def _names_in(module: ModuleType, target: object) -> list[str]:

@@ -48,7 +48,13 @@ def resolve(where: Path, ref: str) -> Revision:
     if found.returncode != 0:
         raise RevisionError(f"{where} is not inside a git repository ({found.stderr.strip()})")
     top = Path(found.stdout.strip())
-    commit = _git(top, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    # The object first, then its commit: `^{commit}` appended to `:/<text>` (the youngest commit whose
+    # message matches) would become part of the text searched for.
+    named = _git(top, "rev-parse", "--verify", "--quiet", "--end-of-options", ref)
+    commit = named
+    if named.returncode == 0 and named.stdout.strip():
+        peeled = f"{named.stdout.strip()}^{{commit}}"
+        commit = _git(top, "rev-parse", "--verify", "--quiet", "--end-of-options", peeled)
     if commit.returncode != 0 or not commit.stdout.strip():
         raise RevisionError(f"{ref!r} is not a commit of the repository at {top}")
     return Revision(ref, commit.stdout.strip(), top)

@@ -29,10 +29,24 @@ def format_bytes(count: int) -> str:
     """ "512 B", "1.5 KiB", "64 MiB", "1.25 GiB": binary units, three significant digits."""
     value = float(count)
     for unit in _UNITS:
-        if abs(value) < 1024 or unit == _UNITS[-1]:
-            return f"{int(value)} B" if unit == "B" else f"{value:.3g} {unit}"
+        if unit == "B" and abs(value) < 1024:
+            return f"{int(value)} B"
+        # Rounded to three digits first: 1023.9 KiB reads "1 MiB", not "1024 KiB".
+        if round(abs(value), _decimals(abs(value))) < 1024 or unit == _UNITS[-1]:
+            return f"{_digits(value)} {unit}"
         value /= 1024
     raise AssertionError("unreachable")
+
+
+def _decimals(size: float) -> int:
+    return 0 if size >= 99.5 else 1 if size >= 9.995 else 2
+
+
+def _digits(value: float) -> str:
+    """Three significant digits in fixed notation (1000, 64, 1.5, 1.25), never an exponent."""
+    decimals = _decimals(abs(value))
+    text = f"{value:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if decimals else text
 
 
 def memory_text(check: MemoryCheck) -> str:

@@ -1,0 +1,134 @@
+"""What the revision's code may not do to the process that judges it: end it, or outlive the run.
+
+The revision's modules are imported into the judging process, so whatever their import does to the
+process would decide the run: `os._exit(0)` would end it with status 0 and no report, an exit
+handler that calls `os._exit(0)` would turn a failed run green. Three guards, each for what the
+others cannot see:
+
+* `probe.import_returns` imports each module first in a forked copy of this process (probe.py): an
+  import that ends the copy by any means (a C library's `exit`, a signal) or runs past the time
+  limit is refused before this process imports it.
+* `no_process_exit`, while the revision's module is imported here: `os._exit` and the `os.exec*`
+  family (and posix's own) raise `ProcessExitRefused` instead, and so does `atexit.register` called from the
+  revision's files. Libraries the import pulls in may still register their own exit handlers.
+* `reassert_exit_status`: should exit handlers have been registered during such an import some
+  other way than those the guard saw, the run ends, after its reports, with its own exit status
+  before any of them can change it.
+
+No pytest here, no torch: the standard library only.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+# What ends or replaces the process: the os module's own (os.execl and friends call os.execv).
+_ENDINGS = tuple(
+    name
+    for name in ("_exit", "execv", "execve", "execl", "execle", "execlp", "execlpe", "execvp", "execvpe")
+    if hasattr(os, name)
+)
+
+
+class ProcessExitRefused(BaseException):
+    """The revision's code tried to end or replace the process, or to register an exit handler.
+
+    A BaseException, like SystemExit: an `except Exception` in the revision's code does not swallow it.
+    """
+
+
+class _State:
+    # Exit handlers registered during the revision's imports that no guard saw (C code, a saved
+    # reference to atexit.register): the run's exit status is re-asserted before they run.
+    unseen_exit_handlers = 0
+
+
+def _caller_file(depth: int) -> Path | None:
+    """The resolved file of the code `depth` frames up, or None."""
+    frame = sys._getframe(depth + 1)
+    try:
+        return Path(frame.f_code.co_filename).resolve()
+    except (OSError, ValueError):
+        return None
+
+
+@contextlib.contextmanager
+def no_process_exit(what: str, own_files: Path) -> Iterator[None]:
+    """For the length of the block (an import or the first call of `what`, whose files lie under
+    `own_files`): the process cannot be ended or replaced, and the revision's files cannot
+    register exit handlers.
+    A forked child (multiprocessing's) still ends as it means to: only this process is guarded."""
+    pid = os.getpid()
+    saved: dict[str, Callable[..., Any]] = {name: getattr(os, name) for name in _ENDINGS}
+    # The same functions under the C module's own name (os's are posix's on Linux and macOS).
+    native = sys.modules.get("posix") or sys.modules.get("nt")
+    native_saved = {name: getattr(native, name) for name in _ENDINGS if hasattr(native, name)}
+    register = atexit.register
+
+    def refusing(name: str) -> Callable[..., Any]:
+        real = saved[name]
+
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            if os.getpid() != pid:
+                return real(*args, **kwargs)
+            raise ProcessExitRefused(
+                f"{what} called os.{name}: the revision's code may not end or replace the process "
+                "that judges it"
+            )
+
+        return refuse
+
+    def guarded_register(func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Callable[..., Any]:
+        caller = _caller_file(1)
+        if os.getpid() == pid and caller is not None and caller.is_relative_to(own_files):
+            raise ProcessExitRefused(
+                f"{what} registers an exit handler (atexit.register({getattr(func, '__name__', func)!s})): "
+                "the revision's code may not run when the run ends"
+            )
+        seen[0] += 1
+        return register(func, *args, **kwargs)
+
+    seen = [0]
+    before = atexit._ncallbacks()
+    for name in _ENDINGS:
+        setattr(os, name, refusing(name))
+        if name in native_saved:
+            setattr(native, name, getattr(os, name))
+    atexit.register = guarded_register
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(os, name, value)
+        for name, value in native_saved.items():
+            setattr(native, name, value)
+        atexit.register = register
+        unseen = atexit._ncallbacks() - before - seen[0]
+        if unseen > 0:
+            _State.unseen_exit_handlers += unseen
+    if unseen > 0:
+        raise ProcessExitRefused(
+            f"{what} registered {unseen} exit handler(s) past atexit.register: the revision's code "
+            "may not run when the run ends (the run's exit status is kept)"
+        )
+
+
+def reassert_exit_status(status: int) -> None:
+    """Where the revision's imports registered exit handlers no guard saw: end the process with
+    `status` (the run's) before they run. atexit runs its handlers last registered first, so this
+    one, registered when the run ends, runs before theirs; the other handlers are skipped too."""
+    if _State.unseen_exit_handlers:
+        atexit.register(_exit_now, status)
+
+
+def _exit_now(status: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
