@@ -57,7 +57,7 @@ def test_throttling_without_a_clock_drop_leaves_a_slowdown_judged(project: Proje
     result = throttled_run(project, ms=1.2, clock_mhz=1980)
     result.assert_outcomes(failed=1)  # type: ignore[attr-defined]
     result.stdout.fnmatch_lines(  # type: ignore[attr-defined]
-        ["*GPU throttled in 5 rounds (software power cap, no clock drop recorded), which cannot explain*"]
+        ["*GPU throttled in 10 rounds (software power cap, no clock drop recorded), which cannot explain*"]
     )
 
 
@@ -89,7 +89,7 @@ def test_throttling_cannot_hide_a_change_beyond_2x(project: Project) -> None:
     result.stdout.fnmatch_lines(  # type: ignore[attr-defined]
         [
             "*performance regression*(+760.0%*",
-            "*GPU throttled in 5 rounds (software power cap, clocks account for up to 20.0%), which cannot*",
+            "*GPU throttled in 10 rounds (software power cap, clocks account for up to 20.0%), which cannot*",
         ]
     )
 
