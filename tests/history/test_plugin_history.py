@@ -88,12 +88,12 @@ def test_a_kernels_past_runs_in_the_history_set_its_between_process_noise(projec
         (result,) = json.loads(report.read_text())["results"]
         return str(result["comparison"]["process_source"])
 
-    assert process_source(0) == "0.15% built in for 1 ms-10 ms kernels"
+    assert process_source(0).startswith("0.15% built in for 1 ms-10 ms kernels; plus 0.50% between occasions")
     for run in range(1, HISTORY_MIN_RUNS):
         process_source(run)
     learnt = process_source(HISTORY_MIN_RUNS)
-    assert f"{HISTORY_MIN_RUNS} past runs, shrunk toward 0.15% built in for 1 ms-10 ms kernels" in learnt
+    assert f"both scaled by {HISTORY_MIN_RUNS} past runs" in learnt
     # A regression's own failing runs do not widen the noise it is judged against: it keeps failing
-    # (at a strict alpha, where a history widened by them would let a 1.5% slowdown pass).
+    # (at a strict alpha, where a history widened by them would let a 5% slowdown pass).
     for _ in range(2):
-        project.run(flag, "--kernelperf", "--kernelperf-alpha=0.0001", ms=1.015).assert_outcomes(failed=1)
+        project.run(flag, "--kernelperf", "--kernelperf-alpha=0.0001", ms=1.05).assert_outcomes(failed=1)
