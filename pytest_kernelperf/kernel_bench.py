@@ -216,7 +216,7 @@ class KernelBench:
                 *memory_notes,
             ),
             memory=memory,
-            environment_changes=judged.environment_changes(baseline, timing, device),
+            environment_changes=judged.environment_changes(baseline, entry.environment),
         )
         if profiled is not None:
             artifacts = tuple(str(p) for p in profiled.artifacts)
@@ -225,5 +225,5 @@ class KernelBench:
             with run.clock.phase("baseline_io"):
                 run.store.stage(measurement.path, measurement.key, entry)
         result = run.record(result)
-        judged.enforce(run, result, measurement, profiled, judged.environment_of(timing, device))
+        judged.enforce(run, result, measurement, profiled, entry.environment)
         return result

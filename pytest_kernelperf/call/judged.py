@@ -290,12 +290,10 @@ def environment_of(timing: Timing, device: DeviceInfo) -> dict[str, str]:
 
 
 def environment_changes(
-    baseline: BaselineEntry | None, timing: Timing, device: DeviceInfo
+    baseline: BaselineEntry | None, environment: dict[str, str]
 ) -> tuple[str, ...] | None:
     """What differs between the baseline's environment and this measurement's (None: no baseline)."""
-    if baseline is None:
-        return None
-    return tuple(differences(baseline.environment, environment_of(timing, device)))
+    return None if baseline is None else tuple(differences(baseline.environment, environment))
 
 
 def throttling_of(timing: Timing, baseline: BaselineEntry | None = None) -> Throttling | None:

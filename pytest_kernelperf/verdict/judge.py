@@ -205,7 +205,8 @@ def judge(current: Rounds, baseline: Rounds | None, **options: Unpack[JudgeOptio
 
 
 def _verdict(test: RoundTest, threshold: float) -> Verdict:
-    """ "slower" or "faster" need the evidence at the test's level AND the ratio beyond the floor."""
+    """The verdict of a test: slower or faster needs the evidence at its level AND the ratio beyond
+    the floor."""
     if test.p_slower < test.level and test.ratio > 1 + threshold:
         return Verdict.SLOWER
     if test.p_faster < test.level and test.ratio < 1 / (1 + threshold):
