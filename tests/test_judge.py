@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -475,3 +476,42 @@ def test_rounds_that_are_not_positive_times_are_left_out_of_the_history() -> Non
     estimate = prior.history_variance(runs)
     assert estimate is not None
     assert estimate[1] == pytest.approx(prior.HISTORY_EFFICIENCY * (noise.HISTORY_MIN_RUNS - 1))
+
+
+def test_a_slowdown_at_the_power_cap_the_baseline_also_ran_at_is_judged_on_time() -> None:
+    # A heavy GEMM runs at the software power cap in every process: the clock NVML reads after its
+    # rounds swings (1710 MHz here, 1905 when recorded) without moving its time, so its cycles say
+    # nothing. The baseline ran capped too: the time is judged as it is.
+    capped = Throttling(
+        ("software power cap",),
+        rounds=30,
+        clock_mhz=1710,
+        baseline_clock_mhz=1905,
+        baseline_reasons=("software power cap",),
+    )
+    result = judge(
+        rounds(0.14, 1, 5), rounds(0.13, 2, 8), device=DEVICE, threshold=0.005, alpha=0.01, throttling=capped
+    )
+    assert result.verdict is Verdict.SLOWER
+    assert "as the baseline's rounds were" in result.reason
+    # A baseline that ran at full clock leaves the cycles to judge: they show nothing here.
+    unthrottled = replace(capped, baseline_reasons=())
+    result = judge(
+        rounds(0.14, 1, 5),
+        rounds(0.13, 2, 8),
+        device=DEVICE,
+        threshold=0.005,
+        alpha=0.01,
+        throttling=unthrottled,
+    )
+    assert result.verdict is Verdict.UNRELIABLE
+    assert "the SM cycles changed -3.3%, within the noise" in result.reason
+
+
+def test_a_slowdown_the_cycles_also_show_is_judged_slower_despite_throttling() -> None:
+    hotter = Throttling(("software thermal slowdown",), rounds=5, clock_mhz=1800, baseline_clock_mhz=1980)
+    result = judge(
+        rounds(0.16, 1, 5), rounds(0.13, 2, 8), device=DEVICE, threshold=0.005, alpha=0.01, throttling=hotter
+    )
+    assert result.verdict is Verdict.SLOWER
+    assert "at 1800 MHz against the baseline's 1980 MHz the SM cycles are +11.9% too" in result.reason

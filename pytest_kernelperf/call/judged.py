@@ -281,11 +281,16 @@ def enforce(
     # table (results/render.py), one line per call, instead of one warning per test.
 
 
+# The environment key of the throttle reasons a measurement's rounds ran under ("no": none).
+THROTTLED_KEY = "throttled"
+
+
 def environment_of(timing: Timing, device: DeviceInfo) -> dict[str, str]:
     """The device's environment and the measurement's SM clock (the median after its rounds)."""
     environment = dict(device.environment)
     if timing.health is not None:
         environment["sm_clock_mhz"] = str(timing.health.clock_mhz)
+        environment[THROTTLED_KEY] = ", ".join(timing.health.throttled) or "no"
     return environment
 
 
@@ -303,6 +308,7 @@ def throttling_of(timing: Timing, baseline: BaselineEntry | None = None) -> Thro
     if health is None or not health.throttled:
         return None
     recorded = baseline.environment.get("sm_clock_mhz") if baseline else None
+    reasons = baseline.environment.get(THROTTLED_KEY) if baseline else None
     return Throttling(
         health.throttled,
         health.clock_drop,
@@ -310,6 +316,7 @@ def throttling_of(timing: Timing, baseline: BaselineEntry | None = None) -> Thro
         lowest_clock_mhz=health.lowest_clock_mhz or min(health.start.sm_clock_mhz, health.end.sm_clock_mhz),
         baseline_clock_mhz=int(recorded) if recorded and recorded.isdigit() else None,
         clock_mhz=health.clock_mhz,
+        baseline_reasons=None if reasons is None else tuple(r for r in reasons.split(", ") if r != "no"),
     )
 
 

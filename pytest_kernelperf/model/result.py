@@ -71,6 +71,13 @@ class Throttling:
     lowest_clock_mhz: int | None = None  # the lowest SM clock read around the rounds kept
     baseline_clock_mhz: int | None = None  # the SM clock the baseline recorded
     clock_mhz: int | None = None  # this measurement's SM clock: the median read after each round kept
+    # The throttle reasons the baseline's own rounds ran under (None: not recorded, an older entry).
+    baseline_reasons: tuple[str, ...] | None = None
+
+    def as_in_baseline(self) -> bool:
+        """Whether the baseline ran under every reason this measurement did (a heavy kernel at the
+        software power cap in both): then the cap is the kernel's normal state, not this run's."""
+        return self.baseline_reasons is not None and set(self.reasons) <= set(self.baseline_reasons)
 
     def clock_ratio(self) -> float | None:
         """The baseline's clock over this measurement's, where both are known: the factor by which a

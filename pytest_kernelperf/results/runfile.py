@@ -138,6 +138,9 @@ def _throttling(throttling: Throttling | None) -> dict[str, Any] | None:
         "lowest_clock_mhz": throttling.lowest_clock_mhz,
         "baseline_clock_mhz": throttling.baseline_clock_mhz,
         "clock_mhz": throttling.clock_mhz,
+        "baseline_reasons": list(throttling.baseline_reasons)
+        if throttling.baseline_reasons is not None
+        else None,
     }
 
 
@@ -528,6 +531,7 @@ def _throttling_from(reader: _Reader | None) -> Throttling | None:
         lowest_clock_mhz=reader.whole("lowest_clock_mhz", optional=True),
         baseline_clock_mhz=reader.whole("baseline_clock_mhz", optional=True),
         clock_mhz=reader.whole("clock_mhz", optional=True),
+        baseline_reasons=_texts_or_none(reader, "baseline_reasons"),
     )
 
 

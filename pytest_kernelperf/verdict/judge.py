@@ -219,7 +219,9 @@ def _throttled(
 ) -> tuple[Verdict, str]:
     """A throttled measurement's verdict and the note that says why. A lower clock only ever makes a
     run look slower: it cannot hide a slowdown, so only a "slower" is ever left unjudged, and only
-    where the clocks account for it. Where the baseline's clock is known the change is judged again
+    where the clocks account for it. A baseline that ran under the same throttling (a heavy GEMM at the
+    power cap in every process) judges the time as it is. Where the baseline's clock is known the
+    change is judged again
     in SM cycles (time x clock, at the baseline's clock): a slowdown the cycles also show is the
     code's, whatever the clock did; one the cycles do not show is the clock's (`unreliable`). A kernel
     at the power cap in its baseline too runs at the same clock, so its slowdowns are judged."""
@@ -227,6 +229,11 @@ def _throttled(
     described = throttling.describe()
     if verdict is not Verdict.SLOWER:
         return verdict, f"{described}; no slowdown despite it"
+    if throttling.as_in_baseline():
+        return Verdict.SLOWER, (
+            f"{described}, as the baseline's rounds were: the kernel's usual state, so the change of "
+            f"{ratio - 1:+.1%} is judged on time"
+        )
     clock_ratio = throttling.clock_ratio()
     if clock_ratio is not None:
         cycles = _t_test(math.log(ratio / clock_ratio), test.se, test.df, test.level, test.sd, test.source)
