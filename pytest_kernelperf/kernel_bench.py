@@ -69,6 +69,7 @@ from pytest_kernelperf.model.result import (
     Throttling,
     Verdict,
 )
+from pytest_kernelperf.profiling import ncu as nsight
 from pytest_kernelperf.profiling.call_context import CallContext, CallRecord
 from pytest_kernelperf.profiling.capture import PROFILED_CALLS, CallProfile, ProfileRequest, artifact_folder
 from pytest_kernelperf.profiling.explain import context_notes, regression_details
@@ -139,6 +140,8 @@ class Callbacks:
     # --kernelperf-against: the revision, and fn's counterpart there (fn, the test module's file).
     revision: Revision | None = None
     find_at_revision: Callable[[Callable[..., Any], Path], Lookup] | None = None
+    # --kernelperf-ncu: the call replayed under Nsight Compute for its hardware counters (profiling/ncu.py).
+    ncu: Callable[[nsight.CounterRequest], nsight.CounterReading] | None = None
 
 
 @dataclass(frozen=True)
@@ -655,6 +658,11 @@ class KernelBench:
         if placements is not None:
             notes += (*placements.notes, *_placement_notes(timing.device_time))
         profiled = self._profile(fn, call, device, name, result.verdict, prepare)
+        slower = result.verdict is Verdict.SLOWER
+        with self._step("profile", f"reading Nsight Compute counters of {self._label(name)}"):
+            profiled = nsight.stage(
+                self._hooks.ncu, self.settings, self.nodeid, name, slower, record, profiled
+            )
         with self._clock.phase("judge"):  # the entry's statistics (the first use imports scipy)
             entry = as_stored(self._entry(timing, device, profiled, record, memory))
         result = replace(
@@ -1022,6 +1030,7 @@ class KernelBench:
             autotune=record.autotune,
             inputs=record.inputs,
             peak_memory_bytes=memory.peak_bytes if memory is not None else None,
+            counters=profiled.counters if profiled is not None else None,
         )
 
     def _record(self, result: BenchResult) -> BenchResult:

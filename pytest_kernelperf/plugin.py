@@ -7,6 +7,7 @@ Nothing here imports torch: a pytest run that never uses `kernel_bench` never pa
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -19,11 +20,12 @@ from pytest_kernelperf.measure.memory import MemoryReading, MemoryRequest
 from pytest_kernelperf.measure.timing import Timer, make_timer
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.plugins.gpus import GpuPlacement
+from pytest_kernelperf.plugins.ncu import NcuCollector
 from pytest_kernelperf.plugins.progress import Progress
 from pytest_kernelperf.plugins.role import ROLE, Role
 from pytest_kernelperf.plugins.role import decide as decide_role
 from pytest_kernelperf.plugins.run import KernelperfRun
-from pytest_kernelperf.plugins.session import KernelperfSession
+from pytest_kernelperf.plugins.session import KernelperfSession, KernelperfWarning
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
 from pytest_kernelperf.settings import MARKER_KEYS, OPTIONS, Settings, SettingsError, merge_markers, resolve
 
@@ -84,6 +86,8 @@ def pytest_configure(config: pytest.Config) -> None:
         # Only the main process writes to the terminal: never an xdist worker or a child process.
         progress=Progress(config, enabled=role is Role.MAIN),
         against=against,
+        # Costs nothing until a call asks (--kernelperf-ncu, or a test's marker).
+        ncu=NcuCollector(config, _warn),
     )
     KernelperfRun(config, session, role, faults, gpus).register()
     if against is not None and role is Role.MAIN:
@@ -94,6 +98,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION, None)
     if session is not None and session.against is not None:
         session.against.close()  # the revision's exported files
+
+
+def _warn(message: str) -> None:
+    warnings.warn(KernelperfWarning(message), stacklevel=2)
 
 
 def _fail(message: str) -> Any:

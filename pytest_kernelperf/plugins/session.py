@@ -19,7 +19,10 @@ from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, split_node
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.model.result import BenchResult
 from pytest_kernelperf.plugins.progress import Progress
+from pytest_kernelperf.profiling import ncu_replay
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
+from pytest_kernelperf.profiling.ncu import CounterReading, CounterRequest
+from pytest_kernelperf.profiling.ncu_replay import Replay
 from pytest_kernelperf.results.cost import RunClock
 from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict.judgement import PastRuns, noise_priors, planned_judgements
@@ -49,6 +52,7 @@ class KernelperfSession:
         peak_memory: Callable[[MemoryRequest], MemoryReading | None] | None = None,
         progress: Progress | None = None,
         against: AgainstRevision | None = None,
+        ncu: Callable[[CounterRequest], CounterReading] | None = None,
     ) -> None:
         self.settings = settings
         self.store = BaselineStore(settings.baseline_dir, replace_unreadable=settings.replace_unreadable)
@@ -69,12 +73,17 @@ class KernelperfSession:
         if progress is not None:
             progress.timed_run = settings.timing
         self.against = against  # --kernelperf-against: the revision's code
+        self._ncu = ncu  # --kernelperf-ncu: one call replayed under Nsight Compute (plugins/ncu.py)
         self.clock = RunClock()  # where the run's time goes (results/cost.py), from the process's start
 
-    def bench(self, nodeid: str, marker_kwargs: dict[str, Any] | None, device: str) -> KernelBench:
+    def bench(self, nodeid: str, marker_kwargs: dict[str, Any] | None, device: str) -> KernelBench | Replay:
         settings = self.settings
         if marker_kwargs:
             settings = settings.with_marker(marker_kwargs, where=f"@pytest.mark.kernelperf on {nodeid}")
+        replayed = ncu_replay.target()  # a child that replays one call under Nsight Compute
+        if replayed is not None:
+            modes = {"compile_context": settings.compile_context, "autotune": settings.autotune}
+            return Replay(replayed, nodeid=nodeid, device=device, **modes)
         hooks = Callbacks(
             fail=self._fail,
             warn=_warn,
@@ -91,6 +100,7 @@ class KernelperfSession:
             progress=self.progress.step if self.progress is not None else (lambda what: nullcontext()),
             revision=self.against.revision if self.against is not None else None,
             find_at_revision=self.against.find if self.against is not None else None,
+            ncu=self._ncu,
         )
         return KernelBench(
             nodeid=nodeid,
