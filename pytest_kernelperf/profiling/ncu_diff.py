@@ -47,7 +47,7 @@ def value_text(counter: Counter, value: float) -> str:
         return f"{value:.0f}%"
     if counter.kind == "count":
         return f"{value:.0f}"
-    return f"{value:.2g}" if value < 10 else f"{value:.0f}"
+    return f"{value:.3g}"
 
 
 def moved(counter: Counter, before: float, after: float) -> bool:
@@ -82,7 +82,7 @@ def summary(kernel: KernelCounters) -> str:
     ]
     stalls = kernel.stalls()[:SHOWN_STALLS]
     if stalls:
-        parts.append("top stalls " + ", ".join(f"{reason} {value:.2g}" for reason, value in stalls))
+        parts.append("top stalls " + ", ".join(f"{reason} {value:.3g}" for reason, value in stalls))
     return ", ".join(parts) or "no counter read"
 
 
