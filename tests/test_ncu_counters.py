@@ -40,7 +40,10 @@ def test_the_fixture_reads_as_written() -> None:
     assert "l2_hit_pct" not in fill.values  # n/a: not read
 
 
-HEADER = '"ID","Process ID","Kernel Name","dram__bytes_read.sum","gpu__time_duration.sum","launch__registers_per_thread"'
+HEADER = (
+    '"ID","Process ID","Kernel Name","dram__bytes_read.sum","gpu__time_duration.sum",'
+    '"launch__registers_per_thread"'
+)
 
 
 def test_units_other_than_the_base_ones_are_scaled() -> None:

@@ -285,3 +285,27 @@ def test_the_child_replays_only_the_named_call(ncu: Ncu, tmp_path: Path) -> None
     here = str(os.getpid())
     child = [calls[i] for i in range(0, len(calls), 2) if calls[i + 1] != here]
     assert child == ["kernel"] * 5  # first call, 3 warm-up calls, the profiled call
+
+
+def test_the_markdown_and_json_carry_the_counters(ncu: Ncu) -> None:
+    import json
+
+    markdown, report = ncu.project.pytester.path / "summary.md", ncu.project.pytester.path / "run.json"
+    ncu.run("--kernelperf-update-baselines")
+    ncu.run(
+        "--kernelperf",
+        "--kernelperf-ncu",
+        f"--kernelperf-markdown={markdown}",
+        f"--kernelperf-json={report}",
+        ms=2.0,
+    )
+    text = markdown.read_text()
+    assert "<details><summary>Hardware counters (Nsight Compute)</summary>" in text
+    assert (
+        "| `test_kernels.py::test_kernel` | `triton_poi_fused_add_0` | duration 33.2 us, DRAM read 64 MiB"
+        in text
+    )
+    (result,) = json.loads(report.read_text())["results"]
+    add = result["baseline_entry"]["counters"][0]  # sorted by name, as in a baseline file
+    assert add["name"] == "triton_poi_fused_add_0"
+    assert add["metrics"]["registers"] == 64
