@@ -163,3 +163,15 @@ def test_a_damaged_counters_field_is_refused_naming_it(counters: object, where: 
     with pytest.raises(SchemaError, match=problem) as caught:
         entry_from_data({**ENTRY, "counters": counters})
     assert str(caught.value).startswith(where + ":")
+
+
+def test_kernels_split_in_two_show_the_calls_dram_bytes() -> None:
+    fused = kernel("fused", dram_read_bytes=256 << 20, dram_write_bytes=256 << 20)
+    scale = kernel("scale", dram_read_bytes=256 << 20, dram_write_bytes=256 << 20)
+    lines = ncu_diff.counter_lines(
+        [fused], [scale, kernel("shift", dram_read_bytes=256 << 20, dram_write_bytes=256 << 20)]
+    )
+    assert (
+        lines[1] == "  all kernels of the call: DRAM read 256 MiB -> 512 MiB (+100%), "
+        "DRAM write 256 MiB -> 512 MiB (+100%)"
+    )

@@ -2,7 +2,8 @@
 
 Per kernel (matched by name), the counters that moved beyond their noise band (model/counters.py)
 against the baseline's: `DRAM read 64 MiB -> 128 MiB (+100%)`, `occupancy 62% -> 31%`,
-`registers 64 -> 128`; kernels only in one of the two said so. Without baseline counters, this
+`registers 64 -> 128`; kernels only in one of the two said so, and then (kernels fused or split)
+the call's time and DRAM bytes summed over its kernels. Without baseline counters, this
 run's counters of the kernels that took most time. Pure: no torch, no pytest.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_kernelperf.model.counters import BY_KEY, COUNTERS, Counter, KernelCounters
+from pytest_kernelperf.model.counters import ADDITIVE, BY_KEY, COUNTERS, Counter, KernelCounters
 
 INDENT = "  "
 SHOWN_KERNELS = 4  # the kernels taking most time; the rest are counted
@@ -118,6 +119,20 @@ def counter_lines(
     for kernel in _by_time(baseline):
         if kernel.name not in after:
             lines.append(f"{INDENT}- {kernel.name}: gone (it had {summary(kernel)})")
+    totals = total_changes(baseline, current)
+    if totals and set(before) != set(after):  # kernels fused or split: only the call's totals compare
+        lines.insert(0, f"{INDENT}all kernels of the call: {', '.join(totals)}")
     if not lines:
         return ["hardware counters (Nsight Compute): none moved beyond its noise band against the baseline's"]
     return ["hardware counters against the baseline's (Nsight Compute):", *lines]
+
+
+def total_changes(baseline: Sequence[KernelCounters], current: Sequence[KernelCounters]) -> list[str]:
+    """The call's time and DRAM bytes summed over its kernels, where they moved beyond their band."""
+    changes = []
+    for key in ADDITIVE:
+        old = [k.values[key] for k in baseline if key in k.values]
+        new = [k.values[key] for k in current if key in k.values]
+        if old and new and moved(BY_KEY[key], sum(old), sum(new)):
+            changes.append(change_text(BY_KEY[key], sum(old), sum(new)))
+    return changes
