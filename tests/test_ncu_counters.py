@@ -175,3 +175,40 @@ def test_kernels_split_in_two_show_the_calls_dram_bytes() -> None:
         lines[1] == "  all kernels of the call: DRAM read 256 MiB -> 512 MiB (+100%), "
         "DRAM write 256 MiB -> 512 MiB (+100%)"
     )
+
+
+def test_the_history_keeps_counters_per_series_and_run() -> None:
+    import sqlite3
+
+    from pytest_kernelperf.history import counters
+
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY)")
+    db.execute("CREATE TABLE series (id INTEGER PRIMARY KEY)")
+    for statement in counters.MIGRATION:
+        db.execute(statement)
+    add = {"name": "add", "launches": 1, "metrics": {"dram_read_bytes": 64.0, "occupancy_pct": 62.0}}
+    run = {
+        "results": [
+            {
+                "nodeid": "t.py::a",
+                "name": None,
+                "device": "H200",
+                "cache": "hot",
+                "baseline_entry": {"counters": [add]},
+            },
+            {
+                "nodeid": "t.py::b",
+                "device": "H200",
+                "cache": "hot",
+                "baseline_entry": {"counters": "damaged"},
+            },
+            {"nodeid": "t.py::c", "device": "H200", "cache": "hot", "baseline_entry": None},
+        ]
+    }
+    found = list(counters.rows(run))
+    assert [key for key, _ in found] == [("t.py::a", "", "H200", "hot", "device_time")]
+    assert counters.insert(db, 7, {found[0][0]: 3}, found) == 1
+    assert counters.read(db, 3) == {
+        7: (KernelCounters("add", 1, {"dram_read_bytes": 64.0, "occupancy_pct": 62.0}),)
+    }

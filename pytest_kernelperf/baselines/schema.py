@@ -120,7 +120,7 @@ def entry_from_data(data: Any) -> BaselineEntry:
         environment=environment,
         kernels=None if kernels is None else _kernels(kernels),
         peak_memory_bytes=_memory_bytes(record.get("peak_memory_bytes")),
-        counters=None if record.get("counters") is None else _counters(record["counters"]),
+        counters=None if record.get("counters") is None else counters_from_data(record["counters"]),
         **_call_context(record),
     )
 
@@ -384,7 +384,7 @@ def _kernels(value: Any) -> tuple[KernelRecord, ...]:
     return tuple(out)  # as given: files are written sorted by name (as_stored, dump)
 
 
-def _counters(value: Any) -> tuple[KernelCounters, ...]:
+def counters_from_data(value: Any) -> tuple[KernelCounters, ...]:
     """counters: Nsight Compute's per kernel, `{name, launches, metrics: {key: number}}` with the
     keys of model/counters.py, each a finite number, 0 or more (a percentage at most 100)."""
     if not isinstance(value, (list, tuple)):
