@@ -212,3 +212,28 @@ def test_the_history_keeps_counters_per_series_and_run() -> None:
     assert counters.read(db, 3) == {
         7: (KernelCounters("add", 1, {"dram_read_bytes": 64.0, "occupancy_pct": 62.0}),)
     }
+
+
+@pytest.mark.parametrize(
+    ("cli", "ini", "problem"),
+    [
+        ({"ncu_timeout": "0"}, {}, "--kernelperf-ncu-timeout: expected more than 0 seconds, got '0'"),
+        ({}, {"ncu": "maybe"}, "kernelperf_ncu in tox.ini: expected true or false, got 'maybe'"),
+    ],
+)
+def test_the_ncu_options_are_validated_naming_where_they_came_from(
+    tmp_path: Path, cli: dict[str, str], ini: dict[str, str], problem: str
+) -> None:
+    from pytest_kernelperf.settings import SettingsError, resolve
+
+    with pytest.raises(SettingsError) as caught:
+        resolve(cli, ini, rootdir=tmp_path, ini_file="tox.ini")
+    assert str(caught.value) == problem
+
+
+def test_the_marker_may_ask_for_counters() -> None:
+    from pytest_kernelperf.settings import Settings, SettingsError
+
+    assert Settings().with_marker({"ncu": True}, where="m").ncu
+    with pytest.raises(SettingsError, match="m: ncu: expected true or false"):
+        Settings().with_marker({"ncu": "often"}, where="m")
