@@ -309,3 +309,10 @@ def test_the_markdown_and_json_carry_the_counters(ncu: Ncu) -> None:
     add = result["baseline_entry"]["counters"][0]  # sorted by name, as in a baseline file
     assert add["name"] == "triton_poi_fused_add_0"
     assert add["metrics"]["registers"] == 64
+
+
+def test_with_every_call_profiled_every_call_is_read(ncu: Ncu) -> None:
+    ncu.run("--kernelperf-update-baselines")
+    ncu.run("--kernelperf", "--kernelperf-ncu", "--kernelperf-profile").assert_outcomes(passed=1)
+    assert len(ncu.calls()) == 1
+    assert (ncu.folder / "counters.ncu-rep").is_file()
