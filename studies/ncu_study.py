@@ -24,6 +24,8 @@ did):
   run's counters), whether the message named the expected one, and the diagnosis's seconds.
 
 Each pytest run is bounded by --timeout-s (default 240); the whole study takes 3-6 minutes.
+A dry run of the planted step's plumbing without a GPU: a fake ncu on PATH (tests/test_ncu_flow.py
+has one), TRITON_INTERPRET=1 PLANTED_DEVICE=cpu PLANTED_LOG2=12, `--step planted`.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import shutil
 import sys
 import textwrap
 import time
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -88,8 +91,10 @@ import triton
 import triton.language as tl
 
 REGRESSED = os.environ.get("PLANTED") == "regressed"
-N = 1 << 26  # 256 MiB of float32: the kernels are memory-bound, and long enough for ncu
-ROWS, COLS = 1 << 13, 1 << 13
+LOG2 = int(os.environ.get("PLANTED_LOG2", "26"))  # 2^26 float32, 256 MiB: memory-bound, long enough for ncu
+DEVICE = os.environ.get("PLANTED_DEVICE", "cuda")  # cpu with TRITON_INTERPRET=1: a dry run of the study
+N = 1 << LOG2
+ROWS, COLS = 1 << (LOG2 // 2), 1 << (LOG2 - LOG2 // 2)
 
 
 @triton.jit
@@ -167,7 +172,7 @@ def gather_reference(x):
 
 
 def make_input(n=N):
-    return torch.randn(n, device="cuda", generator=torch.Generator(device="cuda").manual_seed(0))
+    return torch.randn(n, device=DEVICE, generator=torch.Generator(device=DEVICE).manual_seed(0))
 
 
 def test_unfused(kernel_bench):
@@ -251,7 +256,9 @@ def step_record(out: Path, tool: str, timeout_s: float) -> None:
 def pytest_run(project: Path, variant: str, timeout_s: float, *args: str) -> tuple[int | None, str, float]:
     env = dict(os.environ, PLANTED=variant)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
-    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rf", "-o", "log_level=INFO"]
+    installed = any(ep.name == "kernelperf" for ep in entry_points(group="pytest11"))
+    plugin = [] if installed else ["-p", "pytest_kernelperf.plugin"]
+    argv = [sys.executable, "-m", "pytest", *plugin, "-p", "no:cacheprovider", "-rf", "-o", "log_level=INFO"]
     argv += ["--kernelperf-artifacts", "artifacts", "test_planted.py", *args]
     began = time.monotonic()
     code, output = ncu.run(argv, project, env, timeout_s)

@@ -177,7 +177,7 @@ def collect(
     began = time.monotonic()
     folder = request.folder
     folder.mkdir(parents=True, exist_ok=True)
-    report = folder / f"{REPORT}.ncu-rep"
+    report, log = folder / f"{REPORT}.ncu-rep", folder / f"{REPORT}.log"
     report.unlink(missing_ok=True)
     metrics = list(ncu_csv.METRICS)
     notes: list[str] = []
@@ -192,6 +192,7 @@ def collect(
 
     for attempt in (1, 2):
         code, output = run(profile_command(ncu, folder / REPORT, child, metrics), cwd, env, left())
+        log.write_text(output, encoding="utf-8")  # ncu's and the child's output, for a failure's why
         if code is None:
             return done(
                 f"ncu did not finish within {request.timeout_s:g} s (--kernelperf-ncu-timeout); stopped"
