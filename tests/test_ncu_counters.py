@@ -1,7 +1,8 @@
 """Nsight Compute's raw CSV read into counters, the diff of two runs' counters, and their schema.
 
-tests/data/ncu_*.csv are in ncu's `--csv --page raw --print-units base` layout; a CSV recorded on
-a GPU (studies/ncu_study.py records some) dropped there is read by the first test as well.
+tests/data/ncu_*.csv are in ncu's `--csv --page raw --print-units base` layout: ncu_raw.csv and
+ncu_raw_regressed.csv written in that layout for these tests (not recorded), and any CSV recorded
+on a GPU (studies/ncu_study.py records one) dropped there is read by the first test as well.
 """
 
 from __future__ import annotations
