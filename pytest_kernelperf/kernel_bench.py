@@ -198,6 +198,7 @@ class KernelBench:
             run, rounds, measurement, spec, (first.timing, result, ratio), first.reference
         )
         profiled = timed.profile(run, spec, rounds, result.verdict)
+        profiled = timed.counters(run, result.verdict, first.record, profiled)
         with run.clock.phase("judge"):  # the entry's statistics (the first use imports scipy)
             entry = as_stored(judged.entry(run, timing, device, profiled, first.record, memory))
         result = replace(

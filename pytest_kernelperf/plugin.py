@@ -7,6 +7,7 @@ Nothing here imports torch: a pytest run that never uses `kernel_bench` never pa
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -20,11 +21,12 @@ from pytest_kernelperf.measure.memory import MemoryReading, MemoryRequest
 from pytest_kernelperf.measure.timing import Timer, make_timer
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.plugins.gpus import GpuPlacement
+from pytest_kernelperf.plugins.ncu import NcuCollector
 from pytest_kernelperf.plugins.progress import Progress
 from pytest_kernelperf.plugins.role import ROLE, Role
 from pytest_kernelperf.plugins.role import decide as decide_role
 from pytest_kernelperf.plugins.run import KernelperfRun
-from pytest_kernelperf.plugins.session import KernelperfSession
+from pytest_kernelperf.plugins.session import KernelperfSession, KernelperfWarning
 from pytest_kernelperf.plugins.triton_driver import skipped_without_driver
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
 from pytest_kernelperf.settings import MARKER_KEYS, OPTIONS, Settings, SettingsError, merge_markers, resolve
@@ -87,6 +89,8 @@ def pytest_configure(config: pytest.Config) -> None:
             device_info=lambda kind: _device_info(config, kind),
             profile=lambda request: _profile_call(config, request),
             peak_memory=lambda request: _peak_memory(config, request),
+            # Costs nothing until a call asks (--kernelperf-ncu, or a test's marker).
+            ncu=NcuCollector(config, _warn),
         ),
         fail=_fail,
         guard=lambda nodeid: (
@@ -108,6 +112,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION, None)
     if session is not None and session.against is not None:
         session.against.close()  # the revision's exported files
+
+
+def _warn(message: str) -> None:
+    warnings.warn(KernelperfWarning(message), stacklevel=2)
 
 
 def _fail(message: str) -> Any:

@@ -75,6 +75,13 @@ def _time_limit(value: Any) -> float:
     return number
 
 
+def _timeout(value: Any) -> float:
+    number = _seconds(value)
+    if number <= 0:
+        raise ValueError(f"expected more than 0 seconds, got {value!r}")
+    return number
+
+
 def _fraction(value: Any) -> float:
     return parse_fraction(value)
 
@@ -260,6 +267,25 @@ OPTIONS: tuple[Option, ...] = (
         "unreliable calls are always profiled)",
         _bool,
         flag=True,
+    ),
+    Option(
+        "ncu",
+        False,
+        "read Nsight Compute hardware counters (DRAM bytes, occupancy, registers, L2 hit rate, sectors "
+        "per load, warp stalls) of a call that reads slower, in one more run of that call in a child "
+        "process under ncu after its timing, and show which moved against the baseline's; with "
+        "--kernelperf-update-baselines the baselines keep them, with --kernelperf-profile every timed "
+        "call is read",
+        _bool,
+        flag=True,
+        marker=True,
+    ),
+    Option(
+        "ncu_timeout",
+        180.0,
+        "most seconds one call's Nsight Compute run may take (its child process started, the call "
+        "replayed and profiled); beyond it the run is stopped and the verdict stands",
+        _timeout,
     ),
     Option(
         "artifacts", Path(".kernelperf"), "folder for profiles and other artefacts, under the rootdir", _path
@@ -451,6 +477,8 @@ class Settings:
     memory_threshold: float = DEFAULTS["memory_threshold"]
     baseline_dir: Path = DEFAULTS["baseline_dir"]
     profile: bool = DEFAULTS["profile"]
+    ncu: bool = DEFAULTS["ncu"]
+    ncu_timeout: float = DEFAULTS["ncu_timeout"]
     artifacts: Path = DEFAULTS["artifacts"]
     timer: str = DEFAULTS["timer"]
     cache: str = DEFAULTS["cache"]

@@ -25,6 +25,8 @@ from typing import Any
 from pytest_kernelperf.formatting import significant
 from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord
 from pytest_kernelperf.model.call import FRESH, MODES, SHAPES, CompileContext, KernelRecord, TensorInput
+from pytest_kernelperf.model.counters import BY_KEY as COUNTERS_BY_KEY
+from pytest_kernelperf.model.counters import KernelCounters
 from pytest_kernelperf.model.names import BUILTIN_METHODS, CACHE_MODES, METRICS
 from pytest_kernelperf.profiling.compile_context import valid_text
 from pytest_kernelperf.verdict.noise import geometric_mean
@@ -90,7 +92,11 @@ def entries_from_data(data: Any) -> dict[EntryKey, BaselineEntry]:
 def entry_from_data(data: Any) -> BaselineEntry:
     """One entry from plain data; SchemaError names the field."""
     record = _mapping(data, (), "an entry")
-    _only_keys(record, {"recorded", "environment", "kernels", "peak_memory_bytes", *METRICS, *CONTEXT_KEYS}, ())
+    _only_keys(
+        record,
+        {"recorded", "environment", "kernels", "peak_memory_bytes", "counters", *METRICS, *CONTEXT_KEYS},
+        (),
+    )
     for key in ("recorded", "device_time"):
         if key not in record:
             raise SchemaError((key,), f"missing {key}")
@@ -114,6 +120,7 @@ def entry_from_data(data: Any) -> BaselineEntry:
         environment=environment,
         kernels=None if kernels is None else _kernels(kernels),
         peak_memory_bytes=_memory_bytes(record.get("peak_memory_bytes")),
+        counters=None if record.get("counters") is None else counters_from_data(record["counters"]),
         **_call_context(record),
     )
 
@@ -377,6 +384,42 @@ def _kernels(value: Any) -> tuple[KernelRecord, ...]:
     return tuple(out)  # as given: files are written sorted by name (as_stored, dump)
 
 
+def counters_from_data(value: Any) -> tuple[KernelCounters, ...]:
+    """counters: Nsight Compute's per kernel, `{name, launches, metrics: {key: number}}` with the
+    keys of model/counters.py, each a finite number, 0 or more (a percentage at most 100)."""
+    if not isinstance(value, (list, tuple)):
+        raise SchemaError(("counters",), "counters must be a list of mappings")
+    out: list[KernelCounters] = []
+    seen: dict[str, int] = {}
+    for index, item in enumerate(value):
+        at: FieldPath = ("counters", index)
+        record = _mapping(item, at, "each item of counters")
+        _only_keys(record, {"name", "launches", "metrics"}, at)
+        name, launches = record.get("name"), record.get("launches")
+        if not isinstance(name, str) or not name:
+            raise SchemaError((*at, "name"), f"counters name must be a non-empty string, got {name!r}")
+        if name in seen:
+            raise SchemaError(at, f"kernel {name!r} listed twice (first as counters[{seen[name]}])")
+        seen[name] = index
+        if not isinstance(launches, int) or isinstance(launches, bool) or launches < 1:
+            raise SchemaError(
+                (*at, "launches"), f"launches of {name!r} must be a positive whole number, got {launches!r}"
+            )
+        metrics = _mapping(record.get("metrics"), (*at, "metrics"), f"metrics of {name!r}")
+        values: dict[str, float] = {}
+        for key, number in metrics.items():
+            where = (*at, "metrics", key)
+            counter = COUNTERS_BY_KEY.get(key)
+            if counter is None:
+                known = ", ".join(COUNTERS_BY_KEY)
+                raise SchemaError(where, f"unknown counter {key!r} (known: {known})")
+            values[key] = _non_negative(number, where, f"{key} of {name!r}")
+            if counter.kind == "pct" and values[key] > 100:
+                raise SchemaError(where, f"{key} of {name!r} is a percentage, at most 100, got {number!r}")
+        out.append(KernelCounters(name=name, launches=launches, values=values))
+    return tuple(out)
+
+
 def _non_negative(value: Any, at: FieldPath, what: str) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
         return 0.0
@@ -489,7 +532,13 @@ def entry_to_data(entry: BaselineEntry) -> dict[str, Any]:
         data["inputs"] = [input_to_data(t) for t in entry.inputs]
     if entry.peak_memory_bytes is not None:
         data["peak_memory_bytes"] = entry.peak_memory_bytes
+    if entry.counters is not None:
+        data["counters"] = [counters_to_data(k) for k in entry.counters]
     return data
+
+
+def counters_to_data(kernel: KernelCounters) -> dict[str, Any]:
+    return {"name": kernel.name, "launches": kernel.launches, "metrics": dict(sorted(kernel.values.items()))}
 
 
 # --- what a file gives back -----------------------------------------------------------------------
@@ -522,5 +571,11 @@ def as_stored(entry: BaselineEntry) -> BaselineEntry:
         else tuple(
             replace(k, share=rounded(k.share), ms=rounded(k.ms))
             for k in sorted(entry.kernels, key=lambda k: k.name)
+        ),
+        counters=None
+        if entry.counters is None
+        else tuple(
+            replace(k, values={key: rounded(v) for key, v in sorted(k.values.items())})
+            for k in sorted(entry.counters, key=lambda k: k.name)
         ),
     )

@@ -21,6 +21,7 @@ from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.model.result import BenchResult
 from pytest_kernelperf.profiling.call_context import CallContext
 from pytest_kernelperf.profiling.capture import CallProfile, ProfileRequest
+from pytest_kernelperf.profiling.ncu import CounterReading, CounterRequest
 from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict.judgement import JudgementContext, PastRuns
 from pytest_kernelperf.verdict.messages import usage_error
@@ -71,6 +72,8 @@ class Devices:
     # The peak device memory of one call beyond what was allocated before it; None where there is
     # nothing to measure (a CPU). The host's pytest_kernelperf_peak_memory hook (measure/memory.py).
     peak_memory: Callable[[MemoryRequest], MemoryReading | None] = lambda request: None
+    # One call replayed under Nsight Compute for its hardware counters (plugins/ncu.py); None: never.
+    ncu: Callable[[CounterRequest], CounterReading] | None = None
 
 
 @dataclass(frozen=True)

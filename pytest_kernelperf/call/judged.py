@@ -242,6 +242,7 @@ def entry(
         autotune=record.autotune,
         inputs=record.inputs,
         peak_memory_bytes=memory.peak_bytes if memory is not None else None,
+        counters=profiled.counters if profiled is not None else None,
     )
 
 

@@ -22,6 +22,7 @@ from pytest_kernelperf.measure.timing import Metric, Target, Timer, Timing, Timi
 from pytest_kernelperf.model.baseline import BaselineEntry
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.model.result import MemoryCheck, Verdict
+from pytest_kernelperf.profiling import ncu as nsight
 from pytest_kernelperf.profiling.call_context import CallContext, CallRecord
 from pytest_kernelperf.profiling.capture import PROFILED_CALLS, CallProfile, ProfileRequest, artifact_folder
 from pytest_kernelperf.verdict import noise
@@ -226,3 +227,13 @@ def profile(run: CallRun, spec: CallSpec, rounds: Rounds, verdict: Verdict) -> C
             return run.devices.profile(request)
     except Exception as exc:  # a failing profiler must not hide the verdict it was to explain
         return CallProfile(notes=(f"profiling failed: {type(exc).__name__}: {exc}",))
+
+
+def counters(
+    run: CallRun, verdict: Verdict, record: CallRecord, profiled: CallProfile | None
+) -> CallProfile | None:
+    """The profile with the call's Nsight Compute counters where --kernelperf-ncu asks for them
+    (profiling/ncu.py decides when: a slower call, an update, a profiled run)."""
+    slower = verdict is Verdict.SLOWER
+    with run.step("profile", f"reading Nsight Compute counters of {run.label}"):
+        return nsight.stage(run.devices.ncu, run.settings, run.nodeid, run.name, slower, record, profiled)

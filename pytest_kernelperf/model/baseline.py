@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 
 from pytest_kernelperf.model.call import CompileContext, KernelRecord, TensorInput
+from pytest_kernelperf.model.counters import KernelCounters
 
 
 def _geometric_mean(values: tuple[float, ...]) -> float:
@@ -63,6 +64,8 @@ class BaselineEntry:
     # Peak device memory of one call beyond its inputs, in bytes; None where not measured (a CPU, or
     # an entry recorded before memory was measured).
     peak_memory_bytes: int | None = None
+    # Nsight Compute's counters per kernel (--kernelperf-ncu); None where not read.
+    counters: tuple[KernelCounters, ...] | None = None
 
 
 @dataclass(frozen=True)

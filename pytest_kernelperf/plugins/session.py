@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate
 from pytest_kernelperf.baselines.yaml_io import BaselineError
+from pytest_kernelperf.call import replay as ncu_replay
 from pytest_kernelperf.call.context import CallRun, Devices, Host, RunJudgement
 from pytest_kernelperf.call.counterpart import RevisionLookup
+from pytest_kernelperf.call.replay import Replay
 from pytest_kernelperf.kernel_bench import KernelBench
 from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, split_nodeid
 from pytest_kernelperf.model.device import DeviceInfo
@@ -68,10 +70,14 @@ class KernelperfSession:
         self.against = against  # --kernelperf-against: the revision's code
         self.clock = RunClock()  # where the run's time goes (results/cost.py), from the process's start
 
-    def bench(self, nodeid: str, marker_kwargs: dict[str, Any] | None, device: str) -> KernelBench:
+    def bench(self, nodeid: str, marker_kwargs: dict[str, Any] | None, device: str) -> KernelBench | Replay:
         settings = self.settings
         if marker_kwargs:
             settings = settings.with_marker(marker_kwargs, where=f"@pytest.mark.kernelperf on {nodeid}")
+        replayed = ncu_replay.target()  # a child that replays one call under Nsight Compute
+        if replayed is not None:
+            modes = {"compile_context": settings.compile_context, "autotune": settings.autotune}
+            return Replay(replayed, nodeid=nodeid, device=device, **modes)
         host = Host(
             fail=self._fail,
             warn=_warn,

@@ -29,6 +29,7 @@ from pathlib import Path
 from pytest_kernelperf.ids import unique_file_part
 from pytest_kernelperf.measure.timing import is_device_activity, one_cycle_profiler_warning_silenced
 from pytest_kernelperf.model.call import KernelRecord
+from pytest_kernelperf.model.counters import KernelCounters
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.profiling import codegen, inventory
 from pytest_kernelperf.profiling.inventory import DeviceEvent
@@ -66,6 +67,7 @@ class CallProfile:
     kernels: tuple[KernelRecord, ...] | None = None
     artifacts: tuple[Path, ...] = ()
     notes: tuple[str, ...] = ()
+    counters: tuple[KernelCounters, ...] | None = None  # Nsight Compute's, with --kernelperf-ncu (ncu.py)
 
 
 def capture(request: ProfileRequest) -> CallProfile:

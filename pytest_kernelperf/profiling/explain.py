@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pytest_kernelperf.formatting import artifact_line
 from pytest_kernelperf.model.baseline import BaselineEntry
 from pytest_kernelperf.model.call import KernelRecord
-from pytest_kernelperf.profiling import compile_context, envdiff, inventory
+from pytest_kernelperf.profiling import compile_context, envdiff, inventory, ncu_diff
 from pytest_kernelperf.profiling.autotune import autotune_line
 from pytest_kernelperf.profiling.capture import CallProfile
 from pytest_kernelperf.profiling.inputs import input_line
@@ -104,6 +104,7 @@ def regression_details(
         baseline.compile_context, current.compile_context
     )
     lines += kernel_lines(baseline.kernels, profiled, overall, context_changed=changed)
+    lines += ncu_diff.counter_lines(baseline.counters, profiled.counters if profiled is not None else None)
     lines.append(envdiff.describe(baseline.environment, environment))
     if profiled is not None:
         line = artifact_line(profiled.artifacts)

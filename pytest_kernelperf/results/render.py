@@ -20,6 +20,7 @@ from pytest_kernelperf.ids import display_name
 from pytest_kernelperf.model.baseline import split_nodeid
 from pytest_kernelperf.model.device import Peak
 from pytest_kernelperf.model.result import MEASURED_TWICE, BenchResult, Verdict
+from pytest_kernelperf.profiling import ncu_diff
 from pytest_kernelperf.results.throughput import Figures, figures
 from pytest_kernelperf.verdict.memory import memory_text
 from pytest_kernelperf.verdict.shift import device_shifts
@@ -480,6 +481,7 @@ def markdown(
         lines.extend([_md(line), ""])
     for line in (*host_lines(results), *second_measurement_lines(results), *shift_lines(results)):
         lines.extend([_md(line), ""])
+    lines.extend(counter_markdown(results))
     if peaks or environment:
         lines.extend(["<details><summary>Environment</summary>", ""])
         for name, env in (environment or {}).items():
@@ -489,6 +491,20 @@ def markdown(
             lines.append(f"- {_md(line)}")
         lines.extend(["", "</details>", ""])
     return "\n".join(lines)
+
+
+def counter_markdown(results: Sequence[BenchResult]) -> list[str]:
+    """The Nsight Compute counters read in the run (--kernelperf-ncu), per call and kernel, folded."""
+    rows = [
+        f"| {_code(result.label)} | {_code(kernel.name)} | {_md(ncu_diff.summary(kernel))} |"
+        for result in results
+        if result.entry is not None and result.entry.counters
+        for kernel in result.entry.counters
+    ]
+    if not rows:
+        return []
+    head = ["<details><summary>Hardware counters (Nsight Compute)</summary>", ""]
+    return [*head, "| Call | Kernel | Counters |", "|---|---|---|", *rows, "", "</details>", ""]
 
 
 # --- JUnit properties and -v words --------------------------------------------------------------

@@ -151,7 +151,7 @@ def _entry(entry: BaselineEntry | None) -> dict[str, Any] | None:
         return None
     # Every documented field is present in the run file; null where the entry has none.
     absent = dict.fromkeys(
-        ("host_latency", "kernels", "compile_context", "autotune", "inputs", "peak_memory_bytes")
+        ("host_latency", "kernels", "compile_context", "autotune", "inputs", "peak_memory_bytes", "counters")
     )
     data = {**absent, **entry_to_data(entry)}
     if data["kernels"] is not None:

@@ -1,0 +1,240 @@
+"""Nsight Compute's raw CSV read into counters, the diff of two runs' counters, and their schema.
+
+tests/data/ncu_*.csv are in ncu's `--csv --page raw --print-units base` layout: ncu_raw.csv and
+ncu_raw_regressed.csv written in that layout for these tests (not recorded), and any CSV recorded
+on a GPU (studies/ncu_study.py records one) dropped there is read by the first test as well.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_kernelperf.baselines.schema import SchemaError, as_stored, entry_from_data, entry_to_data
+from pytest_kernelperf.model.counters import COUNTERS, KernelCounters
+from pytest_kernelperf.profiling import ncu_csv, ncu_diff
+
+DATA = Path(__file__).resolve().parent / "data"
+RECORDED = sorted(DATA.glob("ncu_*.csv"))
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=[p.name for p in RECORDED])
+def test_every_recorded_csv_gives_counters_per_kernel(path: Path) -> None:
+    kernels = ncu_csv.per_kernel(ncu_csv.parse(path.read_text(encoding="utf-8")))
+    assert kernels
+    for kernel in kernels:
+        assert kernel.name and kernel.launches >= 1
+        assert kernel.values.get("duration_ns", 0) > 0
+        assert set(kernel.values) <= {counter.key for counter in COUNTERS}
+
+
+def test_the_fixture_reads_as_written() -> None:
+    add, fill = ncu_csv.per_kernel(ncu_csv.parse((DATA / "ncu_raw.csv").read_text()))
+    assert add.name == "triton_poi_fused_add_0" and add.launches == 1
+    assert add.values["dram_read_bytes"] == 67108864.0  # "67,108,864": thousands separators
+    assert add.values["occupancy_pct"] == 62.35
+    assert add.values["registers"] == 64
+    assert add.values["shared_bytes"] == 0
+    assert add.values["sectors_per_request"] == 4.0
+    assert add.stalls()[0] == ("long_scoreboard", 18.7)
+    assert "l2_hit_pct" not in fill.values  # n/a: not read
+
+
+HEADER = (
+    '"ID","Process ID","Kernel Name","dram__bytes_read.sum","gpu__time_duration.sum",'
+    '"launch__registers_per_thread"'
+)
+
+
+def test_units_other_than_the_base_ones_are_scaled() -> None:
+    text = "\n".join([HEADER, '"","","","Mbyte","usecond","register/thread"', '"0","1","k","2.5","1.5","40"'])
+    (launch,) = ncu_csv.parse(text)
+    assert launch.metrics == {
+        "dram__bytes_read.sum": 2.5e6,
+        "gpu__time_duration.sum": 1500.0,
+        "launch__registers_per_thread": 40.0,
+    }
+
+
+def test_launches_of_one_kernel_add_their_time_and_bytes_and_average_the_rest() -> None:
+    text = "\n".join(
+        [HEADER, '"0","1","k","100","10","32"', '"1","1","k","300","30","64"', '"2","1","","1","1","1"']
+    )
+    (kernel,) = ncu_csv.per_kernel(ncu_csv.parse(text))  # no units line; a row without a name skipped
+    assert kernel.launches == 2
+    assert kernel.values == {"dram_read_bytes": 400.0, "duration_ns": 40.0, "registers": 48.0}
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("==PROF== Disconnected\n", 'no header line starting with "ID"'),
+        ('"ID","Process ID","Stream"\n"0","1","7"\n', "no kernel name column"),
+    ],
+)
+def test_output_that_is_not_the_raw_page_is_refused(text: str, problem: str) -> None:
+    with pytest.raises(ncu_csv.CsvError, match=problem):
+        ncu_csv.parse(text)
+
+
+def test_damaged_cells_are_counters_not_read() -> None:
+    text = "\n".join([HEADER, '"0","1","k","lots","","inf"'])
+    (launch,) = ncu_csv.parse(text)
+    assert launch.metrics == {}
+
+
+def kernel(name: str = "k", **values: float) -> KernelCounters:
+    return KernelCounters(name, 1, values)
+
+
+def test_only_counters_beyond_their_noise_band_are_shown() -> None:
+    before = kernel(dram_read_bytes=64 << 20, occupancy_pct=62.0, registers=64, l2_hit_pct=50.0)
+    after = kernel(dram_read_bytes=(64 << 20) * 1.02, occupancy_pct=31.0, registers=128, l2_hit_pct=53.0)
+    assert ncu_diff.kernel_changes(before, after) == ["occupancy 62% -> 31%", "registers 64 -> 128"]
+    assert ncu_diff.counter_lines([before], [before]) == [
+        "hardware counters (Nsight Compute): none moved beyond its noise band against the baseline's"
+    ]
+
+
+def test_kernels_added_and_gone_are_named() -> None:
+    lines = ncu_diff.counter_lines(
+        [kernel("fused", duration_ns=10.0)], [kernel("a", duration_ns=6.0), kernel("b", duration_ns=5.0)]
+    )
+    assert lines == [
+        "hardware counters against the baseline's (Nsight Compute):",
+        "  + a: new, duration 6 ns",
+        "  + b: new, duration 5 ns",
+        "  - fused: gone (it had duration 10 ns)",
+    ]
+
+
+def test_sectors_per_request_show_an_uncoalesced_load() -> None:
+    (line,) = ncu_diff.kernel_changes(kernel(sectors_per_request=4.0), kernel(sectors_per_request=32.0))
+    assert line == "sectors per global load 4 -> 32 (+700%)"
+
+
+ENTRY = {
+    "recorded": "2026-12-01T00:00:00Z",
+    "device_time": {
+        "method": "cupti",
+        "median_ms": 1.0,
+        "ci_ms": [0.9, 1.1],
+        "n": 3,
+        "quantiles_ms": [0.9, 1.0, 1.1],
+    },
+}
+
+
+def test_counters_survive_a_round_trip_through_plain_data() -> None:
+    data = {
+        **ENTRY,
+        "counters": [{"name": "k", "launches": 2, "metrics": {"registers": 64, "stall_wait": 0.25}}],
+    }
+    entry = entry_from_data(data)
+    assert entry.counters == (KernelCounters("k", 2, {"registers": 64.0, "stall_wait": 0.25}),)
+    assert entry_from_data(entry_to_data(as_stored(entry))) == entry
+
+
+@pytest.mark.parametrize(
+    ("counters", "where", "problem"),
+    [
+        ("lots", "counters", "counters must be a list of mappings"),
+        ([{"name": "k", "launches": 0, "metrics": {}}], "counters[0].launches", "positive whole number"),
+        (
+            [{"name": "k", "launches": 1, "metrics": {"warp_speed": 1}}],
+            "counters[0].metrics.warp_speed",
+            "unknown counter",
+        ),
+        (
+            [{"name": "k", "launches": 1, "metrics": {"registers": -1}}],
+            "counters[0].metrics.registers",
+            "finite positive",
+        ),
+        (
+            [{"name": "k", "launches": 1, "metrics": {"occupancy_pct": 101}}],
+            "counters[0].metrics.occupancy_pct",
+            "at most 100",
+        ),
+        ([{"name": "k", "launches": 1}], "counters[0].metrics", "must be a mapping, got null"),
+        ([{"name": "k", "launches": 1, "metrics": {}}] * 2, "counters[1]", "listed twice"),
+    ],
+)
+def test_a_damaged_counters_field_is_refused_naming_it(counters: object, where: str, problem: str) -> None:
+    with pytest.raises(SchemaError, match=problem) as caught:
+        entry_from_data({**ENTRY, "counters": counters})
+    assert str(caught.value).startswith(where + ":")
+
+
+def test_kernels_split_in_two_show_the_calls_dram_bytes() -> None:
+    fused = kernel("fused", dram_read_bytes=256 << 20, dram_write_bytes=256 << 20)
+    scale = kernel("scale", dram_read_bytes=256 << 20, dram_write_bytes=256 << 20)
+    lines = ncu_diff.counter_lines(
+        [fused], [scale, kernel("shift", dram_read_bytes=256 << 20, dram_write_bytes=256 << 20)]
+    )
+    assert (
+        lines[1] == "  all kernels of the call: DRAM read 256 MiB -> 512 MiB (+100%), "
+        "DRAM write 256 MiB -> 512 MiB (+100%)"
+    )
+
+
+def test_the_history_keeps_counters_per_series_and_run() -> None:
+    import sqlite3
+
+    from pytest_kernelperf.history import counters
+
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY)")
+    db.execute("CREATE TABLE series (id INTEGER PRIMARY KEY)")
+    for statement in counters.MIGRATION:
+        db.execute(statement)
+    add = {"name": "add", "launches": 1, "metrics": {"dram_read_bytes": 64.0, "occupancy_pct": 62.0}}
+    run = {
+        "results": [
+            {
+                "nodeid": "t.py::a",
+                "name": None,
+                "device": "H200",
+                "cache": "hot",
+                "baseline_entry": {"counters": [add]},
+            },
+            {
+                "nodeid": "t.py::b",
+                "device": "H200",
+                "cache": "hot",
+                "baseline_entry": {"counters": "damaged"},
+            },
+            {"nodeid": "t.py::c", "device": "H200", "cache": "hot", "baseline_entry": None},
+        ]
+    }
+    found = list(counters.rows(run))
+    assert [key for key, _ in found] == [("t.py::a", "", "H200", "hot", "device_time")]
+    assert counters.insert(db, 7, {found[0][0]: 3}, found) == 1
+    assert counters.read(db, 3) == {
+        7: (KernelCounters("add", 1, {"dram_read_bytes": 64.0, "occupancy_pct": 62.0}),)
+    }
+
+
+@pytest.mark.parametrize(
+    ("cli", "ini", "problem"),
+    [
+        ({"ncu_timeout": "0"}, {}, "--kernelperf-ncu-timeout: expected more than 0 seconds, got '0'"),
+        ({}, {"ncu": "maybe"}, "kernelperf_ncu in tox.ini: expected true or false, got 'maybe'"),
+    ],
+)
+def test_the_ncu_options_are_validated_naming_where_they_came_from(
+    tmp_path: Path, cli: dict[str, str], ini: dict[str, str], problem: str
+) -> None:
+    from pytest_kernelperf.settings import SettingsError, resolve
+
+    with pytest.raises(SettingsError) as caught:
+        resolve(cli, ini, rootdir=tmp_path, ini_file="tox.ini")
+    assert str(caught.value) == problem
+
+
+def test_the_marker_may_ask_for_counters() -> None:
+    from pytest_kernelperf.settings import Settings, SettingsError
+
+    assert Settings().with_marker({"ncu": True}, where="m").ncu
+    with pytest.raises(SettingsError, match="m: ncu: expected true or false"):
+        Settings().with_marker({"ncu": "often"}, where="m")
