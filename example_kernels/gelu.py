@@ -30,11 +30,7 @@ def pytorch_gelu(x: torch.Tensor) -> torch.Tensor:
     return F.gelu(x, approximate="tanh")
 
 
-# Inductor benchmarks a pointwise kernel's candidate block sizes at its first call and keeps the
-# fastest it saw; on H200s that pick differed between processes (16384 blocks of 1024 elements on
-# one card, 32768 of 512 on another, 18% slower): a baseline then holds whichever a process happened
-# to choose. Its heuristic's block size is the same in every process.
-compiled_gelu = torch.compile(manual_gelu, options={"triton.autotune_pointwise": False})
+compiled_gelu = torch.compile(manual_gelu)
 
 
 def cuda_gelu(x: torch.Tensor) -> torch.Tensor:

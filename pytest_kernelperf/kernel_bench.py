@@ -197,8 +197,7 @@ class KernelBench:
         timing, result, ratio = judged.confirmed(
             run, rounds, measurement, spec, (first.timing, result, ratio), first.reference
         )
-        profiled = timed.profile(run, spec, rounds, result.verdict)
-        profiled = timed.counters(run, result.verdict, first.record, profiled)
+        profiled = timed.profile(run, spec, rounds, result.verdict, first.record)
         with run.clock.phase("judge"):  # the entry's statistics (the first use imports scipy)
             entry = as_stored(judged.entry(run, timing, device, profiled, first.record, memory))
         result = replace(

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +20,7 @@ from pytest_kernelperf.call import spec as call_arguments
 from pytest_kernelperf.correctness import restore, snapshot
 from pytest_kernelperf.model.result import BenchResult, Verdict
 from pytest_kernelperf.profiling.call_context import CallContext
-from pytest_kernelperf.profiling.ncu import RANGE
+from pytest_kernelperf.profiling.ncu import RANGE, nvtx_range, synchronize
 
 CALL_VARIABLE = "KERNELPERF_NCU_CALL"
 WARMUP_CALLS = 3  # after the first: caches, allocator and launch paths settled, as in the timed rounds
@@ -101,10 +100,10 @@ class Replay:
                 call()
             if saved is not None:
                 restore((tuple(args), keywords), saved)
-            _synchronize()
-            with _nvtx_range(RANGE):
+            synchronize()
+            with nvtx_range(RANGE):
                 fn(*args, **keywords)
-                _synchronize()
+                synchronize()
         return self._result(name, REPLAYED)
 
     def check(
@@ -114,27 +113,3 @@ class Replay:
 
     def _result(self, name: str | None, note: str) -> BenchResult:
         return BenchResult(self.nodeid, name, self.device, Verdict.CHECKED, notes=(note,))
-
-
-def _synchronize() -> None:
-    import torch
-
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.synchronize()
-
-
-@contextmanager
-def _nvtx_range(name: str) -> Iterator[None]:
-    """An NVTX push/pop range; where torch has no NVTX (a CPU build), none (ncu then finds no
-    kernel in the range, and says so)."""
-    import torch
-
-    try:
-        torch.cuda.nvtx.range_push(name)
-    except (RuntimeError, AttributeError):
-        yield
-        return
-    try:
-        yield
-    finally:
-        torch.cuda.nvtx.range_pop()

@@ -199,7 +199,14 @@ def memory(
     return check, ()
 
 
-def profile(run: CallRun, spec: CallSpec, rounds: Rounds, verdict: Verdict) -> CallProfile | None:
+def profile(
+    run: CallRun, spec: CallSpec, rounds: Rounds, verdict: Verdict, record: CallRecord
+) -> CallProfile | None:
+    """The call's profile (_profiled) with its Nsight Compute counters where wanted (counters)."""
+    return counters(run, verdict, record, _profiled(run, spec, rounds, verdict))
+
+
+def _profiled(run: CallRun, spec: CallSpec, rounds: Rounds, verdict: Verdict) -> CallProfile | None:
     """Profile the call once more, after its timing: for everything with --kernelperf-profile,
     for a slower or unreliable verdict (to explain it), and for the kernel inventory of an update
     or of a run kept in the history (whose change points are attributed from inventories)."""

@@ -61,7 +61,7 @@ def rows(run: Mapping[str, Any]) -> Iterator[tuple[Key, KernelCounters]]:
 
 
 def insert(
-    db: sqlite3.Connection,
+    db: Any,
     run_id: int,
     series_ids: Mapping[Key, int],
     found: Sequence[tuple[Key, KernelCounters]],

@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 from pytest_kernelperf.model.names import METRICS
 from pytest_kernelperf.results import runfile
 
+from . import counters
 from .server import WRITE_LOCK, ServerConnection, is_server_url, masked, translate_schema
 
 MAX_QUANTILES = 32
@@ -151,6 +152,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "DROP TABLE series",
         "ALTER TABLE series_v5 RENAME TO series",
     ),
+    # 6: Nsight Compute counters per kernel of a measurement (history/counters.py).
+    counters.MIGRATION,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 # The same steps on a PostgreSQL server: each statement above through server.translate_schema, but
@@ -757,6 +760,7 @@ class HistoryStore:
         except (TypeError, ValueError) as exc:
             raise HistoryError(f"{where}: cannot be stored: {exc}") from None
         rows = list(_measurements(run))
+        found_counters = list(counters.rows(run))
         envs = _device_environments(run)
         created = run.get("created") if isinstance(run.get("created"), str) else None
         ingested = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -796,6 +800,8 @@ class HistoryStore:
                 [(self.repository, k.test, k.name, k.device, k.cache, k.metric) for k in keys],
             )
             ids = self._series_ids(db, keys)
+            by_fields = {(k.test, k.name, k.device, k.cache, k.metric): i for k, i in ids.items()}
+            counters.insert(db, run_id, by_fields, found_counters)
             seen: set[int] = set()
             values = []
             for key, row in rows:

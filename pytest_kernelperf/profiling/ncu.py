@@ -29,7 +29,8 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -265,3 +266,28 @@ def run(argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout_s: float
         output, _ = process.communicate()
         return None, output
     return process.returncode, output
+
+
+def synchronize() -> None:
+    """Wait for the device's work, where CUDA is in use."""
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+@contextmanager
+def nvtx_range(name: str) -> Iterator[None]:
+    """An NVTX push/pop range; where torch has no NVTX (a CPU build), none (ncu then finds no
+    kernel in the range, and says so)."""
+    import torch
+
+    try:
+        torch.cuda.nvtx.range_push(name)
+    except (RuntimeError, AttributeError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        torch.cuda.nvtx.range_pop()

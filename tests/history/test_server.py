@@ -202,6 +202,7 @@ def test_a_server_history_of_an_older_schema_names_the_upgrade_command(
         store.append_run(rf.run([rf.result("t.py::test_a", 1.0)]))
     with psycopg.connect(server_url, autocommit=True) as admin:  # as version 4 left it
         admin.execute("UPDATE kernelperf_schema SET version = 4")
+        admin.execute("DROP TABLE kernel_counters")
         admin.execute("ALTER TABLE series DROP CONSTRAINT series_repository_key")
         admin.execute("ALTER TABLE series DROP COLUMN repository")
         admin.execute(

@@ -297,3 +297,16 @@ def test_the_peak_device_memory_of_a_call_is_kept_and_exported(store: HistorySto
     rows = {m["test"]: m for m in store.measurements() if m["metric"] == "device_time"}
     assert rows["t.py::test_a"]["peak_memory_bytes"] == 64 << 20
     assert rows["t.py::test_b"]["peak_memory_bytes"] is None
+
+
+def test_a_runs_nsight_compute_counters_are_kept_per_series_and_run(store: HistoryStore) -> None:
+    from pytest_kernelperf.history import counters
+    from pytest_kernelperf.model.counters import KernelCounters
+
+    run = rf.run([rf.result("t.py::test_a", 1.0)])
+    metrics = {"dram_read_bytes": 64.0, "occupancy_pct": 62.0}
+    run["results"][0]["baseline_entry"]["counters"] = [{"name": "add", "launches": 1, "metrics": metrics}]
+    stored = store.ingest(run)
+    db = sqlite3.connect(store.path)
+    ((series_id,),) = db.execute("SELECT id FROM series WHERE metric = 'device_time'").fetchall()
+    assert counters.read(db, series_id) == {stored.run_id: (KernelCounters("add", 1, metrics),)}
