@@ -220,7 +220,13 @@ OPTIONS: tuple[Option, ...] = (
         _bool,
         flag=True,
     ),
-    Option("strict", False, "a missing baseline fails the test instead of passing as new", _bool, flag=True),
+    Option(
+        "strict",
+        False,
+        "every verdict that is not a judgement fails the test: new (no baseline), incomparable, unreliable, undetermined",
+        _bool,
+        flag=True,
+    ),
     Option(
         "threshold",
         0.005,

@@ -163,6 +163,15 @@ def test_a_transient_slowdown_passes_judged_on_both_measurements_pooled(
     assert [r["rounds"] for r in readings] == [5, 5]
     assert readings[0]["ratio"] == pytest.approx(1.2, rel=1e-3)
     assert len(entry["device_time"]["rounds_ms"]) == 10  # both measurements' rounds are kept
+    # Under --kernelperf-strict a verdict that could not tell fails its test, saying why.
+    strict = project.run("--kernelperf", "--kernelperf-strict", ms=1 / 1.2)
+    strict.assert_outcomes(failed=1)
+    strict.stdout.fnmatch_lines(
+        [
+            "*UNDETERMINED: test_kernels.py::test_kernel on *: undetermined: the smallest slowdown this test "
+            "detects is *, beyond 10%; for a verdict: more rounds*--kernelperf-strict fails every verdict*"
+        ]
+    )
 
 
 def test_a_slower_then_faster_reading_is_not_judged_faster(
