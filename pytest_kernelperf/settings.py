@@ -223,7 +223,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "strict",
         False,
-        "every verdict that is not a judgement fails the test: new (no baseline), incomparable, unreliable, undetermined",
+        "every verdict that is not a judgement fails the test: new (no baseline), incomparable, "
+        "unreliable, undetermined",
         _bool,
         flag=True,
     ),
