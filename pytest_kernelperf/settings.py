@@ -326,6 +326,15 @@ OPTIONS: tuple[Option, ...] = (
         _positive_int,
     ),
     Option(
+        "add_occasion",
+        False,
+        "with --kernelperf-update-baselines, add this run's processes to each stored entry as one more "
+        "recording occasion (the same code, another machine or day) instead of replacing it: a "
+        "baseline from several occasions leaves less of one occasion's offset in every verdict",
+        _bool,
+        flag=True,
+    ),
+    Option(
         "baseline_rounds",
         8,
         "rounds per measurement when recording baselines (--kernelperf-update-baselines)",
@@ -491,6 +500,7 @@ class Settings:
     cache: str = DEFAULTS["cache"]
     rounds: int = DEFAULTS["rounds"]
     record_processes: int = DEFAULTS["record_processes"]
+    add_occasion: bool = DEFAULTS["add_occasion"]
     baseline_rounds: int = DEFAULTS["baseline_rounds"]
     placement: str = DEFAULTS["placement"]
     pair_seconds: float = DEFAULTS["pair_seconds"]
@@ -630,6 +640,11 @@ def resolve(
         values["compare"] = True
     settings = Settings(**values)
     _sampling_window(settings, source["min_time"], source["max_time"])
+    if settings.add_occasion and not settings.update:
+        raise SettingsError(
+            "--kernelperf-add-occasion adds this run's measurements to the stored baselines; add "
+            "--kernelperf-update-baselines"
+        )
     if settings.prune and not settings.update:
         raise SettingsError(
             "--kernelperf-prune removes unused baseline entries during an update; add "

@@ -7,9 +7,10 @@ import json
 import re
 
 import pytest
+import yaml
 from conftest import Project, seed_peak_cache
 
-from pytest_kernelperf.baselines import processes
+from pytest_kernelperf.baselines import processes, schema
 from pytest_kernelperf.baselines.yaml_io import read
 from pytest_kernelperf.model.baseline import MetricRecord
 
@@ -77,3 +78,50 @@ def test_records_of_another_method_are_not_pooled() -> None:
     first = record((1.0, 1.0))
     other = MetricRecord("cuda-graph", 1.0, (0.9, 1.1), 10, (0.9, 1.1), (1.0, 1.0))
     assert processes.combine_metric(first, other) == first
+
+
+def test_a_second_occasion_is_added_to_the_stored_entry_and_narrows_the_occasion_term(
+    project: Project,
+) -> None:
+    project.module()
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
+    project.run("--kernelperf-update-baselines", "--kernelperf-add-occasion").assert_outcomes(passed=1)
+    text = project.baseline_file.read_text()
+    assert "occasion_processes:" in text and "process_rounds:" in text
+    data = yaml.safe_load(text)
+    ((entry,),) = ([*by_cache.values()] for by_cache in data["entries"]["test_kernel"].values())
+    assert entry["device_time"]["occasion_processes"] == [1, 1]
+    assert entry["device_time"]["process_rounds"] == [8, 8]
+    result = project.run("--kernelperf", "--kernelperf-json=run.json")
+    result.assert_outcomes(passed=1)
+    (judged,) = json.loads((project.pytester.path / "run.json").read_text())["results"]
+    assert "(2 recording occasions)" in judged["comparison"]["process_source"]
+
+
+def test_adding_an_occasion_needs_an_update(project: Project) -> None:
+    project.module()
+    result = project.run("--kernelperf", "--kernelperf-add-occasion")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--kernelperf-add-occasion adds this run's measurements*--kernelperf-update-baselines*"]
+    )
+
+
+def test_occasions_count_their_processes_and_a_later_process_joins_the_last_one() -> None:
+    stored = processes.combine_metric(record((1.0, 1.0)), record((1.01, 1.01)))  # one occasion, 2 processes
+    assert stored.occasion_processes == ()
+    both = processes.combine_metric(stored, record((1.02, 1.02)), occasion=True)
+    assert both.process_rounds == (2, 2, 2) and both.occasion_processes == (2, 1)
+    later = processes.combine_metric(both, record((1.03, 1.03)))  # the new occasion's second process
+    assert later.process_rounds == (2, 2, 2, 2) and later.occasion_processes == (2, 2)
+    other = MetricRecord("cuda-graph", 1.0, (0.9, 1.1), 10, (0.9, 1.1), (1.0, 1.0))
+    assert processes.combine_metric(stored, other, occasion=True) == other  # a new method starts afresh
+
+
+@pytest.mark.parametrize("counts", [[1, 1, 1], [3], [0, 2], "two"])
+def test_occasion_counts_that_do_not_add_up_to_the_processes_are_refused(counts: object) -> None:
+    data = schema.metric_to_data(processes.combine_metric(record((1.0, 1.0)), record((1.01, 1.01))))
+    data["occasion_processes"] = counts
+    with pytest.raises(schema.SchemaError) as caught:
+        schema.entry_from_data({"device_time": data, "recorded": "2026-12-03T00:00:00Z"})
+    assert "occasion_processes" in str(caught.value.path)

@@ -26,17 +26,36 @@ def combine(first: BaselineEntry, other: BaselineEntry) -> BaselineEntry:
     return replace(first, device_time=combine_metric(first.device_time, other.device_time), host_latency=host)
 
 
-def combine_metric(first: MetricRecord, other: MetricRecord) -> MetricRecord:
-    """Two processes' records of one metric as one. Records of another method, or without rounds,
-    cannot be pooled: `first` stays as it was."""
+def another_occasion(stored: BaselineEntry, new: BaselineEntry) -> BaselineEntry:
+    """`stored` with `new`'s processes added as one more recording occasion (an update on another
+    machine or day, `--kernelperf-add-occasion`): the judge's occasion term shrinks with the
+    occasions. `new`'s date, environment, inventory and context describe the entry from now on."""
+    host = new.host_latency
+    if host is not None and stored.host_latency is not None:
+        host = combine_metric(stored.host_latency, host, occasion=True)
+    return replace(
+        new, device_time=combine_metric(stored.device_time, new.device_time, occasion=True), host_latency=host
+    )
+
+
+def combine_metric(first: MetricRecord, other: MetricRecord, *, occasion: bool = False) -> MetricRecord:
+    """Two records of one metric as one, `other`'s processes added to `first`'s occasion, or as an
+    occasion of their own. Records of another method, or without rounds, cannot be pooled: `other`
+    stays as it was when it starts an occasion, else `first`."""
     if first.method != other.method or not first.rounds_ms or not other.rounds_ms:
-        return first
+        return other if occasion else first
     pooled = sorted(_stand_ins(first) + _stand_ins(other))
     summary = stats.summarize(pooled)
     counts = (first.process_rounds or (len(first.rounds_ms),)) + (
         other.process_rounds or (len(other.rounds_ms),)
     )
     steps = [s for s in (first.resolution_ms, other.resolution_ms) if s is not None]
+    first_occasions = first.occasion_processes or (len(first.process_rounds) or 1,)
+    other_processes = len(other.process_rounds) or 1
+    if occasion:
+        occasions = first_occasions + (other.occasion_processes or (other_processes,))
+    else:  # a later process of the same recording: the last occasion gains its processes
+        occasions = (*first_occasions[:-1], first_occasions[-1] + other_processes)
     return MetricRecord(
         method=first.method,
         median_ms=summary.median_ms,
@@ -46,6 +65,7 @@ def combine_metric(first: MetricRecord, other: MetricRecord) -> MetricRecord:
         rounds_ms=first.rounds_ms + other.rounds_ms,
         resolution_ms=min(steps) if steps else None,
         process_rounds=counts,
+        occasion_processes=occasions if len(occasions) > 1 else (),
     )
 
 

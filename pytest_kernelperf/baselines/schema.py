@@ -232,7 +232,7 @@ def _inputs(value: Any) -> tuple[TensorInput, ...]:
 def _metric(value: Any, at: FieldPath) -> MetricRecord:
     record = _mapping(value, at, at[-1])
     required = {"method", "median_ms", "ci_ms", "n", "quantiles_ms"}
-    _only_keys(record, required | {"rounds_ms", "resolution_ms", "process_rounds"}, at)
+    _only_keys(record, required | {"rounds_ms", "resolution_ms", "process_rounds", "occasion_processes"}, at)
     missing = sorted(required - set(record))
     if missing:
         raise SchemaError((*at, missing[0]), f"missing {', '.join(missing)}")
@@ -274,8 +274,23 @@ def _metric(value: Any, at: FieldPath) -> MetricRecord:
         quantiles_ms=values,
         rounds_ms=rounds,
         resolution_ms=step,
-        process_rounds=_process_rounds(record.get("process_rounds"), len(rounds), at),
+        process_rounds=(processes := _process_rounds(record.get("process_rounds"), len(rounds), at)),
+        occasion_processes=_occasion_processes(record.get("occasion_processes"), len(processes) or 1, at),
     )
+
+
+def _occasion_processes(value: Any, processes: int, at: FieldPath) -> tuple[int, ...]:
+    """Recording processes per occasion: whole numbers of at least 1 that add up to the processes."""
+    if value is None:
+        return ()
+    counts = _whole_numbers(value, (*at, "occasion_processes"), 1)
+    if sum(counts) != processes:
+        raise SchemaError(
+            (*at, "occasion_processes"),
+            f"occasion_processes must count the recording processes of each occasion, adding up to the "
+            f"{processes} process_rounds counts, got {value!r}",
+        )
+    return counts if len(counts) > 1 else ()
 
 
 def _process_rounds(value: Any, rounds: int, at: FieldPath) -> tuple[int, ...]:
@@ -472,6 +487,8 @@ def metric_to_data(record: MetricRecord) -> dict[str, Any]:
         data["resolution_ms"] = record.resolution_ms
     if record.process_rounds:
         data["process_rounds"] = list(record.process_rounds)
+    if record.occasion_processes:
+        data["occasion_processes"] = list(record.occasion_processes)
     return data
 
 

@@ -248,6 +248,8 @@ def _memory_within_noise(old: int | None, new: int | None) -> bool:
 def _metric_within_noise(old: MetricRecord, new: MetricRecord) -> bool:
     return (
         old.method == new.method
+        # Another shape of recording (more processes, another occasion) is news, whatever the figures.
+        and (old.process_rounds, old.occasion_processes) == (new.process_rounds, new.occasion_processes)
         and old.ci_ms[0] <= new.median_ms <= old.ci_ms[1]
         and new.ci_ms[0] <= old.median_ms <= new.ci_ms[1]
         and _rounds_within_noise(old, new)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from pytest_kernelperf.baselines.processes import another_occasion
 from pytest_kernelperf.baselines.yaml_io import BaselineError
 from pytest_kernelperf.call.context import CallRun, Measurement, Rounds
 from pytest_kernelperf.call.spec import CallSpec
@@ -244,6 +245,15 @@ def entry(
         peak_memory_bytes=memory.peak_bytes if memory is not None else None,
         counters=profiled.counters if profiled is not None else None,
     )
+
+
+def to_stage(run: CallRun, measurement: Measurement, entry: BaselineEntry) -> BaselineEntry:
+    """What an update stages: the entry, or with --kernelperf-add-occasion the stored one with this
+    run's processes as one more occasion (a later recording process's entry joins the first's)."""
+    stored = measurement.baseline
+    if not run.settings.add_occasion or stored is None or run.later_recording:
+        return entry
+    return another_occasion(stored, entry)
 
 
 def enforce(

@@ -29,6 +29,8 @@ class MetricRecord:
     resolution_ms: float | None = None  # the timer's step as seen in the samples
     # How many of the rounds each recording process measured, in order; empty: one process.
     process_rounds: tuple[int, ...] = ()
+    # How many of the processes each recording occasion ran, in order; empty: one occasion.
+    occasion_processes: tuple[int, ...] = ()
 
     @property
     def level_ms(self) -> float:

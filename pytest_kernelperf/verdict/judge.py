@@ -56,6 +56,8 @@ class StoredMetric(Protocol):
     def process_rounds(self) -> tuple[int, ...]: ...
     @property
     def resolution_ms(self) -> float | None: ...
+    @property
+    def occasion_processes(self) -> tuple[int, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -81,12 +83,18 @@ class Rounds:
         process_rounds: Sequence[int] = (),
         step_ms: float | None = None,
         card: str | None = None,
+        occasion_processes: Sequence[int] = (),
     ) -> Rounds:
         """A stored measurement (baseline entry): a schema-1 entry has no rounds, and its median
         stands in as one round, judged with the prior's noise."""
         if rounds_ms:
             return cls(
-                method, tuple(rounds_ms), process_rounds=tuple(process_rounds), step_ms=step_ms, card=card
+                method,
+                tuple(rounds_ms),
+                process_rounds=tuple(process_rounds),
+                step_ms=step_ms,
+                card=card,
+                occasion_processes=tuple(occasion_processes),
             )
         return cls(method, (median_ms,), legacy=True, step_ms=step_ms, card=card)
 
@@ -100,6 +108,7 @@ class Rounds:
             record.process_rounds,
             record.resolution_ms,
             card,
+            record.occasion_processes,
         )
 
     @property
