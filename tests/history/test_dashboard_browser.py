@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import time
 from collections.abc import Iterator
@@ -18,9 +19,11 @@ from pytest_kernelperf.history.store import HistoryStore
 from .historykit import commit_of
 
 FOUND = browser.find()
+CHARTS = importlib.util.find_spec("vl_convert") is not None
 pytestmark = [
     pytest.mark.extras,  # needs Chromium and its driver: studies/history/install_browser.sh
     pytest.mark.skipif(isinstance(FOUND, str), reason=f"no headless browser: {FOUND}"),
+    pytest.mark.skipif(not CHARTS, reason="the charts need the history extra (vl-convert-python)"),
     pytest.mark.usefixtures("stand_in_detector"),
 ]
 
