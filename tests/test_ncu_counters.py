@@ -1,8 +1,9 @@
 """Nsight Compute's raw CSV read into counters, the diff of two runs' counters, and their schema.
 
 tests/data/ncu_*.csv are in ncu's `--csv --page raw --print-units base` layout: ncu_raw.csv and
-ncu_raw_regressed.csv written in that layout for these tests (not recorded), and any CSV recorded
-on a GPU (studies/ncu_study.py records one) dropped there is read by the first test as well.
+ncu_raw_regressed.csv written in that layout for these tests, and ncu_h200_raw.csv recorded by
+studies/ncu_study.py on an H200 (Nsight Compute 2025.3.1, 2026-12-03: a Triton kernel, torch's
+elementwise add launched twice, a cuBLAS SGEMM, with every device attribute column ncu adds).
 """
 
 from __future__ import annotations
@@ -39,6 +40,18 @@ def test_the_fixture_reads_as_written() -> None:
     assert add.values["sectors_per_request"] == 4.0
     assert add.stalls()[0] == ("long_scoreboard", 18.7)
     assert "l2_hit_pct" not in fill.values  # n/a: not read
+
+
+def test_the_h200_recording_reads_as_ncu_wrote_it() -> None:
+    triton, add, gemm = ncu_csv.per_kernel(ncu_csv.parse((DATA / "ncu_h200_raw.csv").read_text()))
+    assert triton.name == "fused_kernel" and triton.launches == 1
+    assert triton.values["dram_read_bytes"] == 67114752.0  # 2^24 fp32 read once, and a little more
+    assert triton.values["registers"] == 18 and triton.values["shared_bytes"] == 0
+    assert triton.values["sectors_per_request"] == 16.0  # 128-bit loads: 32 lanes x 16 B
+    assert triton.stalls()[0] == ("long_scoreboard", 145.61)
+    assert add.name.startswith("void at::vectorized_elementwise_kernel<4") and add.launches == 2
+    assert gemm.values["shared_bytes"] == 49152.0 and gemm.values["registers"] == 202
+    assert gemm.values["occupancy_pct"] == 12.5
 
 
 HEADER = (
