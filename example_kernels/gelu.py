@@ -30,7 +30,11 @@ def pytorch_gelu(x: torch.Tensor) -> torch.Tensor:
     return F.gelu(x, approximate="tanh")
 
 
-compiled_gelu = torch.compile(manual_gelu)
+# Inductor times a few block sizes of a pointwise kernel on first use and keeps the fastest; the pick
+# can differ between cards of one model (an H200 chose 512-element blocks, another 1024, 18% apart),
+# so a baseline recorded on one card would judge another card's pick. One fixed block size keeps the
+# example's kernel the same everywhere; a compiled kernel of your own may want the same.
+compiled_gelu = torch.compile(manual_gelu, options={"triton.autotune_pointwise": False})
 
 
 def cuda_gelu(x: torch.Tensor) -> torch.Tensor:
