@@ -32,6 +32,12 @@
 #                                                      # GEMMs (studies/power_capped.py); the verdict study
 #   OUT=out bash studies/gpu_session.sh first-call-probe  # Triton first calls in kernel_bench: alone,
 #                                                      # after the compiled test (COST_BASELINES)
+#   OUT=out bash studies/gpu_session.sh counters       # Nsight Compute: metric names, a raw CSV, three
+#                                                      # planted regressions (studies/ncu_study.py); the
+#                                                      # example baselines recorded and judged once
+#   OUT=out bash studies/gpu_session.sh churn-verdicts # committed example baselines judged here; kernels'
+#                                                      # levels after memory churn (studies/churn_placement.py);
+#                                                      # the verdict study
 # Everything lands under $OUT/work as it is measured and is packed into $OUT/<part>.tgz at the end (or
 # when a step runs out of time), with each step's last lines in $OUT/<part>.txt.
 set -u
@@ -270,6 +276,24 @@ verdicts-judge)
         --budget-s "${POWER_BUDGET_S:-100}"
     step verdict_study "${VERDICT_LIMIT_S:-290}" python3 studies/verdict_study.py --out "$W" \
         --record-processes 1 --budget-s "${VERDICT_BUDGET_S:-260}"
+    ;;
+counters)
+    nvidia-smi -L | tee -a "$SUMMARY"
+    step ncu "${NCU_LIMIT_S:-330}" python3 studies/ncu_study.py "$W/ncu" --timeout-s "${NCU_TIMEOUT_S:-150}"
+    step examples_record "${EXAMPLES_LIMIT_S:-150}" python3 -m pytest --kernelperf-update-baselines \
+        example_kernels $P --kernelperf-json="$W/examples_record.json"
+    cp baselines/example_kernels/test_gelu.yaml "$W/test_gelu.yaml"
+    step examples_compare 45 python3 -m pytest --kernelperf example_kernels $P \
+        --kernelperf-json="$W/examples_compare.json"
+    ;;
+churn-verdicts)
+    nvidia-smi -L | tee -a "$SUMMARY"
+    step examples_compare "${EXAMPLES_LIMIT_S:-130}" python3 -m pytest --kernelperf example_kernels $P \
+        --kernelperf-json="$W/examples_compare.json" --kernelperf-markdown="$W/examples.md"
+    step churn_placement "${CHURN_LIMIT_S:-130}" python3 studies/churn_placement.py --out "$W" \
+        --budget-s "${CHURN_BUDGET_S:-115}"
+    step verdict_study "${VERDICT_LIMIT_S:-290}" python3 studies/verdict_study.py --out "$W" \
+        --record-processes "${RECORD_PROCESSES:-1}" --budget-s "${VERDICT_BUDGET_S:-260}"
     ;;
 *)
     echo "unknown part $part" >&2
