@@ -38,6 +38,8 @@
 #   OUT=out bash studies/gpu_session.sh churn-verdicts # committed example baselines judged here; kernels'
 #                                                      # levels after memory churn (studies/churn_placement.py);
 #                                                      # the verdict study
+#   OUT=out bash studies/gpu_session.sh pages          # committed example baselines judged here; whether
+#                                                      # rounds sample physical placement (studies/physical_placement.py)
 # Everything lands under $OUT/work as it is measured and is packed into $OUT/<part>.tgz at the end (or
 # when a step runs out of time), with each step's last lines in $OUT/<part>.txt.
 set -u
@@ -294,6 +296,22 @@ churn-verdicts)
         --budget-s "${CHURN_BUDGET_S:-115}"
     step verdict_study "${VERDICT_LIMIT_S:-290}" python3 studies/verdict_study.py --out "$W" \
         --record-processes "${RECORD_PROCESSES:-1}" --budget-s "${VERDICT_BUDGET_S:-260}"
+    ;;
+pages)
+    nvidia-smi -L | tee -a "$SUMMARY"
+    step examples_compare "${EXAMPLES_LIMIT_S:-130}" python3 -m pytest --kernelperf example_kernels $P \
+        --kernelperf-json="$W/examples_compare.json" --kernelperf-markdown="$W/examples.md"
+    step physical_placement "${PAGES_LIMIT_S:-300}" python3 studies/physical_placement.py --out "$W" \
+        --budget-s "${PAGES_BUDGET_S:-270}"
+    # The histogram (placement-sensitive) recorded and judged with HIST_MAX_ROUNDS x the planned
+    # rounds, in verdict_study.py's layout (planted slowdowns are then judged offline).
+    H="$W/verdicts/histogram_$(nvidia-smi --query-gpu=uuid --format=csv,noheader | cut -c1-12)"
+    mkdir -p "$H"
+    HP="studies/scoring_kernels/test_sk_histogram.py $P --kernelperf-max-rounds=${HIST_MAX_ROUNDS:-64} --kernelperf-baseline-dir=$H/baselines"
+    step hist_record 90 python3 -m pytest $HP --kernelperf-update-baselines --kernelperf-json="$H/record.json"
+    for i in $(seq 0 $((${HIST_RUNS:-4} - 1))); do
+        step "hist_$i" 90 python3 -m pytest $HP --kernelperf --kernelperf-json="$H/0${i}_forward_here.json"
+    done
     ;;
 *)
     echo "unknown part $part" >&2
