@@ -21,6 +21,7 @@ from conftest import KERNEL_MODULE, Project
 DATA = Path(__file__).resolve().parent / "data"
 BASE_CSV = DATA / "ncu_raw.csv"
 REGRESSED_CSV = DATA / "ncu_raw_regressed.csv"
+H200_CSV = DATA / "ncu_h200_raw.csv"  # recorded by studies/ncu_study.py on an H200
 
 FAKE_NCU = """#!{python}
 import os, pathlib, subprocess, sys, time
@@ -145,6 +146,20 @@ def test_without_baseline_counters_the_current_ones_are_shown(ncu: Ncu) -> None:
             "*triton_poi_fused_add_0: duration 33.2 us, DRAM read 64 MiB, DRAM write 64 MiB, L2 hit rate 3%, "
             "occupancy 62%, registers 64, shared memory per block 0 B, SM throughput 18%, memory throughput "
             "92%, sectors per global load 4, top stalls long_scoreboard 18.7, *",
+        ]
+    )
+
+
+def test_ncus_own_output_from_an_h200_reads_through_to_the_message(ncu: Ncu) -> None:
+    ncu.run("--kernelperf-update-baselines")
+    result = ncu.run("--kernelperf", "--kernelperf-ncu", csv=H200_CSV, ms=2.0)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*hardware counters now (Nsight Compute;*",
+            "*cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>*duration 348 us, DRAM read "
+            "16.1 MiB, DRAM write 1.7 MiB, L2 hit rate 93%, occupancy 12%, registers 202, shared memory "
+            "per block 48 KiB,*",
         ]
     )
 
