@@ -3,6 +3,7 @@ their mean, keeps each process's rounds, and is judged with the spread they show
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -13,6 +14,7 @@ from conftest import Project, seed_peak_cache
 from pytest_kernelperf.baselines import processes, schema
 from pytest_kernelperf.baselines.yaml_io import read
 from pytest_kernelperf.model.baseline import MetricRecord
+from pytest_kernelperf.settings import GPU_RECORD_PROCESSES, Settings
 
 # Each process draws its own level (its pid picks it), as processes on a GPU do.
 PER_PROCESS = """
@@ -125,3 +127,28 @@ def test_occasion_counts_that_do_not_add_up_to_the_processes_are_refused(counts:
     with pytest.raises(schema.SchemaError) as caught:
         schema.entry_from_data({"device_time": data, "recorded": "2026-12-03T00:00:00Z"})
     assert "occasion_processes" in str(caught.value.path)
+
+
+def test_auto_records_the_tests_timed_on_a_gpu_in_three_processes_and_the_others_once() -> None:
+    auto = Settings()
+    assert auto.record_processes == "auto"
+    assert auto.processes_to_record(on_gpu=True) == GPU_RECORD_PROCESSES == 3
+    assert auto.processes_to_record(on_gpu=False) == 1
+    given = dataclasses.replace(auto, record_processes=2)
+    assert given.processes_to_record(on_gpu=False) == given.processes_to_record(on_gpu=True) == 2
+
+
+def test_a_cpu_update_by_default_records_in_this_process_only(project: Project) -> None:
+    project.module(PER_PROCESS)
+    result = project.run("--kernelperf-update-baselines")
+    result.assert_outcomes(passed=2)
+    assert "recording process" not in result.stdout.str()
+    assert all(not entry.device_time.process_rounds for entry in read(project.baseline_file).values())
+
+
+@pytest.mark.parametrize("value", ["0", "some", "1.5"])
+def test_a_bad_number_of_recording_processes_names_the_option(project: Project, value: str) -> None:
+    project.module(PER_PROCESS)
+    result = project.run("--kernelperf-update-baselines", f"--kernelperf-record-processes={value}")
+    assert result.ret != 0
+    assert "--kernelperf-record-processes" in result.stderr.str() + result.stdout.str()

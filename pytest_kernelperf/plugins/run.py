@@ -138,8 +138,13 @@ class KernelperfRun:
     def record_more_processes(self, say: Callable[[str], AbstractContextManager[None]]) -> None:
         """--kernelperf-record-processes: record the tests again in fresh processes, one after
         another, and add their entries to this process's as further recording processes."""
-        total = self.settings.record_processes
-        nodeids = sorted({result.nodeid for result in self.session.results if result.entry is not None})
+        wanted: dict[str, int] = {}
+        for result in self.session.results:
+            if result.entry is not None:
+                count = self.settings.processes_to_record(on_gpu=result.device_index is not None)
+                wanted[result.nodeid] = max(count, wanted.get(result.nodeid, 1))
+        total = max(wanted.values(), default=1)
+        nodeids = sorted(nodeid for nodeid, count in wanted.items() if count > 1)
         staged = self.session.store.staged
         if total < 2 or not nodeids or not staged:
             return
