@@ -308,7 +308,7 @@ pages)
     H="$W/verdicts/histogram_$(nvidia-smi --query-gpu=uuid --format=csv,noheader | cut -c1-12)"
     mkdir -p "$H"
     HP="studies/scoring_kernels/test_sk_histogram.py $P --kernelperf-max-rounds=${HIST_MAX_ROUNDS:-64} --kernelperf-baseline-dir=$H/baselines"
-    step hist_record 90 python3 -m pytest $HP --kernelperf-update-baselines --kernelperf-json="$H/record.json"
+    step hist_record 150 python3 -m pytest $HP --kernelperf-update-baselines --kernelperf-json="$H/record.json"
     for i in $(seq 0 $((${HIST_RUNS:-4} - 1))); do
         step "hist_$i" 90 python3 -m pytest $HP --kernelperf --kernelperf-json="$H/0${i}_forward_here.json"
     done
