@@ -135,16 +135,16 @@ def test_an_import_or_first_call_of_ref_that_hangs_is_bounded(pytester: pytest.P
     )
     (repo / "kern" / "hangs_at_import.py").write_text(kernel())
     (repo / "kern" / "hangs_when_called.py").write_text(kernel())
-    result = run(pytester, "--kernelperf-against", "HEAD", "--kernelperf-against-timeout=3", "-W", "ignore")
+    result = run(pytester, "--kernelperf-against", "HEAD", "--kernelperf-against-timeout=1.5", "-W", "ignore")
     result.assert_outcomes(passed=2)
     by_module = {
         r["nodeid"].split("::")[0]: r for r in json.loads((repo / "run.json").read_text())["results"]
     }
     imported, called = by_module["test_import.py"], by_module["test_call.py"]
     assert imported["verdict"] == called["verdict"] == "incomparable"
-    assert "did not return within 3 s (--kernelperf-against-timeout)" in imported["comparison"]["reason"]
+    assert "did not return within 1.5 s (--kernelperf-against-timeout)" in imported["comparison"]["reason"]
     assert "RevisionTimeout" in called["comparison"]["reason"]
-    assert "did not return within 3 s" in called["comparison"]["reason"]
+    assert "did not return within 1.5 s" in called["comparison"]["reason"]
 
 
 @pytest.mark.slow  # a process of its own, which the stuck call ends
