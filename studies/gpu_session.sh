@@ -301,8 +301,6 @@ pages)
     nvidia-smi -L | tee -a "$SUMMARY"
     step examples_compare "${EXAMPLES_LIMIT_S:-130}" python3 -m pytest --kernelperf example_kernels $P \
         --kernelperf-json="$W/examples_compare.json" --kernelperf-markdown="$W/examples.md"
-    step physical_placement "${PAGES_LIMIT_S:-300}" python3 studies/physical_placement.py --out "$W" \
-        --budget-s "${PAGES_BUDGET_S:-270}"
     # The histogram (placement-sensitive) recorded and judged with HIST_MAX_ROUNDS x the planned
     # rounds, in verdict_study.py's layout (planted slowdowns are then judged offline).
     H="$W/verdicts/histogram_$(nvidia-smi --query-gpu=uuid --format=csv,noheader | cut -c1-12)"
@@ -312,6 +310,8 @@ pages)
     for i in $(seq 0 $((${HIST_RUNS:-4} - 1))); do
         step "hist_$i" 90 python3 -m pytest $HP --kernelperf --kernelperf-json="$H/0${i}_forward_here.json"
     done
+    step physical_placement "${PAGES_LIMIT_S:-300}" python3 studies/physical_placement.py --out "$W" \
+        --budget-s "${PAGES_BUDGET_S:-270}"
     ;;
 *)
     echo "unknown part $part" >&2
