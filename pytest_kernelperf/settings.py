@@ -381,8 +381,11 @@ OPTIONS: tuple[Option, ...] = (
         marker=True,
     ),
     Option(
+        # 64: an H200's histogram with atomics (round SD 19-27% from placement) then detects 6-8%
+        # at 320 rounds, 7.5 s a call, where 60 rounds left 15-25% (`undetermined`); kernels with a
+        # round SD under about 4% stop at the target well before (docs/measurement.md).
         "max_rounds",
-        12,
+        64,
         "a kernel whose rounds disagree (a placement-sensitive one) gets more rounds, up to this many "
         "times the planned rounds, until its level's standard error is half the threshold (0.5%% at least)",
         _positive_int,
