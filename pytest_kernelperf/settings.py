@@ -50,11 +50,12 @@ def _positive_int(value: Any) -> int:
     return number
 
 
-# Recording processes for tests timed on a GPU, where a kernel's level moves between processes (by
-# 1.5% beyond its rounds for an NVRTC SAXPY held in L2 on one H200): with one recording process that
-# move is frozen into the baseline, and the judge can only assume its size class's. Re-judged on the
-# verdict studies of 2026-12-01 to -02b (five H200s, 1097 judgements), baselines cut to their first
-# recording process gave 3 false `slower`, cut to 2 or 3 processes none (docs/measurement.md).
+# Recording processes for tests timed on a GPU, where a kernel's level moves between processes: with
+# one recording process that move is frozen into the baseline, and the judge can only assume its size
+# class's. An NVRTC SAXPY held in L2, 1.5% apart between processes beyond its rounds on one H200, read
+# `slower` in 4 of 6 A/A runs against a one-process baseline; the verdict studies of 2026-12-01 to
+# -02b (five H200s, 1097 judgements) re-judged with baselines cut to 1, 2 or 3 recording processes
+# gave 3, 0 and 0 false `slower` (docs/measurement.md).
 GPU_RECORD_PROCESSES = 3
 
 

@@ -70,11 +70,11 @@ class Placements:
         rng: random.Random | None = None,
     ) -> None:
         self._arguments = arguments
+        import torch
+
         self._bind = bind
         self._device = device  # "cuda:0"
         self._rng = rng or random.Random()
-        import torch
-
         self.notes: list[str] = []
         # Memory the allocator caches from earlier tests goes back to the driver first, so the rounds'
         # fresh memory comes from the driver as in a process that ran nothing before: where earlier
