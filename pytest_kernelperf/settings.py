@@ -388,7 +388,8 @@ OPTIONS: tuple[Option, ...] = (
         "max_rounds",
         64,
         "a kernel whose rounds disagree (a placement-sensitive one) gets more rounds, up to this many "
-        "times the planned rounds, until its level's standard error is half the threshold (0.5%% at least)",
+        "times the planned rounds, until its level's standard error is half the threshold (0.5%% at least); "
+        "only where each round draws its own placement (CUDA)",
         _positive_int,
         marker=True,
     ),

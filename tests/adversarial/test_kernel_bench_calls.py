@@ -308,3 +308,31 @@ def test_profiling_for_the_history_leaves_restored_inputs_as_timing_left_them(
         f"--kernelperf-history={pytester.path / 'history.sqlite'}",
     )
     result.assert_outcomes(passed=2)
+
+
+NOISY_ON_THE_HOST = """
+import random
+import time
+
+def jumpy(x):
+    time.sleep(random.choice((0.0, 0.0005)))  # rounds that disagree, by far more than the target
+    return x * 2
+
+def test_jumpy(kernel_bench):
+    import torch
+    kernel_bench(jumpy, torch.ones(8), reference=lambda x: x * 2)
+"""
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="times with the wall clock on a machine without CUDA")
+def test_rounds_that_disagree_draw_no_more_where_there_are_no_placements_to_sample(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_noisy=NOISY_ON_THE_HOST)
+    report = pytester.path / "run.json"
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "--kernelperf", "--kernelperf-rounds=2", f"--kernelperf-json={report}"
+    )
+    result.assert_outcomes(passed=1)
+    (entry,) = [r["baseline_entry"] for r in json.loads(report.read_text())["results"]]
+    assert len(entry["device_time"]["rounds_ms"]) == 2
