@@ -568,7 +568,7 @@ class Settings:
             rounds=rounds,
             cache=self.cache,
             prefer_method=prefer_method,
-            max_rounds=rounds * self.max_rounds if self.placement == "fresh" else None,
+            max_rounds=rounds * self.max_rounds,  # drawn only where rounds draw placements (call/timed.py)
             target_se=max(self.threshold / 2, MIN_TARGET_SE),
         )
 

@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_kernelperf.results import runfile
-from studies.study_common import REPO, Budget, run_pytest
+from studies.study_common import Budget, run_pytest_into
 
 FILES = ["studies/scoring_kernels/test_sk_memory.py", "studies/scoring_kernels/test_sk_cuda_cpp.py"]
 CHURN = "studies/churn"
@@ -59,12 +59,9 @@ def main() -> int:
     common = ["-p", "no:cacheprovider", "-q", "-rs", f"--kernelperf-baseline-dir={baselines}"]
 
     def one(label: str, argv: list[str], env: dict[str, str]) -> Path:
-        json_path = folder / f"{label}.json"
-        command = [sys.executable, "-m", "pytest", *argv, *common, f"--kernelperf-json={json_path}"]
-        run = run_pytest(label, command, env, budget.left(), json_path=json_path, clock=budget, cwd=REPO)
-        (folder / f"{label}.log").write_text(run.stdout, encoding="utf-8")
-        print(f"{label}: rc {run.rc} in {run.wall_s:.0f} s", flush=True)
-        return json_path
+        run = run_pytest_into(folder, label, [*argv, *common], env, budget)
+        assert run.json_path is not None
+        return run.json_path
 
     one("record", [*FILES, "--kernelperf-update-baselines"], {})
     seen: dict[tuple[str, str], list[float]] = defaultdict(list)

@@ -49,6 +49,15 @@ from pytest_kernelperf.baselines.schema import entry_from_data  # noqa: E402
 from pytest_kernelperf.model.counters import KernelCounters  # noqa: E402
 from pytest_kernelperf.profiling import ncu, ncu_csv, ncu_diff  # noqa: E402
 
+# The fused kernel of both scripts: the recorded CSV's Triton kernel and the planted tests' baseline.
+FUSED_KERNEL = """@triton.jit
+def fused_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, x * 2.0 + 1.0, mask=mask)
+"""
+
 RECORD_SCRIPT = '''
 """A few kernels inside the NVTX range the plugin profiles."""
 import torch
@@ -56,13 +65,7 @@ import triton
 import triton.language as tl
 
 
-@triton.jit
-def fused_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    tl.store(y_ptr + offs, x * 2.0 + 1.0, mask=mask)
-
+{fused_kernel}
 
 x = torch.randn(1 << 24, device="cuda")
 y = torch.empty_like(x)
@@ -97,13 +100,7 @@ N = 1 << LOG2
 ROWS, COLS = 1 << (LOG2 // 2), 1 << (LOG2 - LOG2 // 2)
 
 
-@triton.jit
-def fused_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    tl.store(y_ptr + offs, x * 2.0 + 1.0, mask=mask)
-
+{fused_kernel}
 
 @triton.jit
 def scale_kernel(x_ptr, t_ptr, n, BLOCK: tl.constexpr):
@@ -233,7 +230,7 @@ def step_record(out: Path, tool: str, timeout_s: float) -> None:
     folder = out / "csv"
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "record_kernels.py"
-    write(script, RECORD_SCRIPT.replace("{range}", ncu.RANGE))
+    write(script, RECORD_SCRIPT.replace("{range}", ncu.RANGE).replace("{fused_kernel}", FUSED_KERNEL))
     began = time.monotonic()
     argv = ncu.profile_command(tool, folder / "record", [sys.executable, str(script)], ncu_csv.METRICS)
     code, output = ncu.run(argv, folder, os.environ, timeout_s)
@@ -284,7 +281,8 @@ def step_planted(out: Path, timeout_s: float) -> int:
     shutil.rmtree(project, ignore_errors=True)
     project.mkdir(parents=True)
     write(project / "pytest.ini", "[pytest]\n")
-    write(project / "test_planted.py", textwrap.dedent(PLANTED_TESTS).lstrip())
+    tests = textwrap.dedent(PLANTED_TESTS).lstrip().replace("{fused_kernel}", FUSED_KERNEL)
+    write(project / "test_planted.py", tests)
     summary: dict[str, Any] = {}
 
     code, output, seconds = pytest_run(

@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_kernelperf.results import runfile
-from studies.study_common import REPO, Budget, run_pytest
+from studies.study_common import Budget, run_pytest_into
 
 FILES = ["studies/scoring_kernels/test_sk_cuda_cpp.py", "studies/scoring_kernels/test_sk_memory.py"]
 VARIANTS = {"segment": [], "pages": ["-p", "studies.page_pad_plugin"]}
@@ -73,11 +73,7 @@ def main() -> int:
         variant = ("segment", "pages")[index % 2]
         label = f"{index:02d}_{variant}"
         json_path = folder / f"{label}.json"
-        command = [sys.executable, "-m", "pytest", *FILES, *VARIANTS[variant], *common]
-        command.append(f"--kernelperf-json={json_path}")
-        run = run_pytest(label, command, {}, budget.left(), json_path=json_path, clock=budget, cwd=REPO)
-        (folder / f"{label}.log").write_text(run.stdout, encoding="utf-8")
-        print(f"{label}: rc {run.rc} in {run.wall_s:.0f} s", flush=True)
+        run_pytest_into(folder, label, [*FILES, *VARIANTS[variant], *common], {}, budget)
         index += 1
         if json_path.exists():
             for kernel, rounds in rounds_of(json_path).items():

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from studies.study_common import REPO, Budget, out_dir, run_pytest
+from studies.study_common import Budget, out_dir, run_pytest_into
 
 SUITE = "studies/power_capped"
 PLANTS = ("1.00", "1.10", "1.00", "1.07")
@@ -37,12 +37,7 @@ def measure(args: argparse.Namespace) -> int:
     common = ["-p", "no:cacheprovider", "-q", f"--kernelperf-baseline-dir={baselines}"]
 
     def one(label: str, argv: list[str], plant: str) -> None:
-        json_path = folder / f"{label}.json"
-        command = [sys.executable, "-m", "pytest", SUITE, *argv, *common, f"--kernelperf-json={json_path}"]
-        env = {"KERNELPERF_STUDY_PLANT": plant}
-        run = run_pytest(label, command, env, budget.left(), json_path=json_path, clock=budget, cwd=REPO)
-        (folder / f"{label}.log").write_text(run.stdout, encoding="utf-8")
-        print(f"{label}: rc {run.rc} in {run.wall_s:.0f} s", flush=True)
+        run_pytest_into(folder, label, [SUITE, *argv, *common], {"KERNELPERF_STUDY_PLANT": plant}, budget)
 
     one("record", ["--kernelperf-update-baselines"], "1.00")
     index = 0

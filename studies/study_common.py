@@ -209,6 +209,19 @@ def run_pytest(
     )
 
 
+def run_pytest_into(
+    folder: Path, label: str, argv: Sequence[str], env: Mapping[str, str], budget: Budget
+) -> ProcessRun:
+    """`python -m pytest ARGV` in the repository root within what is left of `budget`, its run JSON
+    at FOLDER/LABEL.json and its output at FOLDER/LABEL.log; one line said when it ends."""
+    json_path = folder / f"{label}.json"
+    command = [sys.executable, "-m", "pytest", *argv, f"--kernelperf-json={json_path}"]
+    run = run_pytest(label, command, env, budget.left(), json_path=json_path, clock=budget, cwd=REPO)
+    (folder / f"{label}.log").write_text(run.stdout, encoding="utf-8")
+    print(f"{label}: rc {run.rc} in {run.wall_s:.0f} s", flush=True)
+    return run
+
+
 def json_files(path: Path) -> list[Path]:
     """The run file, or under pytest-xdist the workers' files beside it (`run.gw0.json`, ...)."""
     if path.exists():

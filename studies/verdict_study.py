@@ -24,12 +24,11 @@ import itertools
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from studies.study_common import REPO, Budget, run_pytest
+from studies.study_common import Budget, run_pytest_into
 
 SUITE = "studies/scoring_kernels"
 CHURN = "studies/churn"
@@ -86,16 +85,10 @@ def main() -> int:
     runs_log = folder / "runs.jsonl"
 
     def one(label: str, argv: list[str], env: dict[str, str]) -> None:
-        json_path = folder / f"{label}.json"
-        command = [sys.executable, "-m", "pytest", *argv, *common, f"--kernelperf-json={json_path}"]
-        remaining = budget.left()
-        began = time.time()
-        run = run_pytest(label, command, env, remaining, json_path=json_path, clock=budget, cwd=REPO)
-        (folder / f"{label}.log").write_text(run.stdout, encoding="utf-8")
+        run = run_pytest_into(folder, label, [*argv, *common], env, budget)
         line = {"label": label, "argv": argv, "env": env, "rc": run.rc, "wall_s": run.wall_s}
         with runs_log.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(line) + "\n")
-        print(f"{label}: rc {run.rc} in {run.wall_s:.0f} s ({time.time() - began:.0f})", flush=True)
 
     if (
         args.judge_only is None and not baselines.exists()

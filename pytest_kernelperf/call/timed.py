@@ -68,7 +68,7 @@ def set_up(
     placements = _placements(run, spec.fn, spec, device, random.Random(seed))
     target = Target(spec.call, device, label=key.test, fn=spec.fn, prepare=prepare, placements=placements)
     plan = run.settings.plan(prefer)
-    if placements is None:  # rounds beyond the planned ones are for sampling placements
+    if placements is None:  # rounds beyond the planned ones sample placements: none drawn, none more
         plan = replace(plan, max_rounds=None)
     if baseline is not None and baseline.device_time.rounds_ms:
         parts = groups(baseline.device_time.rounds_ms, baseline.device_time.process_rounds)
