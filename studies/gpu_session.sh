@@ -38,6 +38,9 @@
 #   OUT=out bash studies/gpu_session.sh churn-verdicts # committed example baselines judged here; kernels'
 #                                                      # levels after memory churn (studies/churn_placement.py);
 #                                                      # the verdict study
+#   OUT=out bash studies/gpu_session.sh aa-defaults    # the scoring suite recorded and judged at the defaults
+#                                                      # (3 recording processes, 64x rounds); power-capped
+#                                                      # GEMMs at +10% (studies/power_capped.py --plants)
 #   OUT=out bash studies/gpu_session.sh pages          # committed example baselines judged here; whether
 #                                                      # rounds sample physical placement (studies/physical_placement.py)
 # Everything lands under $OUT/work as it is measured and is packed into $OUT/<part>.tgz at the end (or
@@ -312,6 +315,15 @@ pages)
     done
     step physical_placement "${PAGES_LIMIT_S:-300}" python3 studies/physical_placement.py --out "$W" \
         --budget-s "${PAGES_BUDGET_S:-270}"
+    ;;
+aa-defaults)
+    # The stored-baseline design the README tells users, at the plugin's defaults: every schedule
+    # but the process-placement contrast; then the power-capped GEMMs, mostly slowed by 10%.
+    nvidia-smi -L | tee -a "$SUMMARY"
+    step verdict_study "${VERDICT_LIMIT_S:-440}" python3 studies/verdict_study.py --out "$W" \
+        --without process_placement --budget-s "${VERDICT_BUDGET_S:-420}"
+    step power_capped "${POWER_LIMIT_S:-120}" python3 studies/power_capped.py --out "$W" \
+        --plants 1.10,1.00,1.10 --budget-s "${POWER_BUDGET_S:-105}"
     ;;
 *)
     echo "unknown part $part" >&2

@@ -42,7 +42,7 @@ def measure(args: argparse.Namespace) -> int:
     one("record", ["--kernelperf-update-baselines"], "1.00")
     index = 0
     while budget.left() > 25:
-        plant = PLANTS[index % len(PLANTS)]
+        plant = args.plants[index % len(args.plants)]
         one(f"{index:02d}_{plant}", ["--kernelperf"], plant)
         index += 1
     return 0
@@ -83,6 +83,12 @@ def main() -> int:
     parser.add_argument("--out")
     parser.add_argument("--budget-s", type=float, default=150)
     parser.add_argument("--analyse", type=Path, help="re-judge a finished study's folder")
+    parser.add_argument(
+        "--plants",
+        type=lambda text: text.split(","),
+        default=list(PLANTS),
+        help="the judging processes' work factors, cycled (default %(default)s)",
+    )
     args = parser.parse_args()
     if args.analyse:
         return analyse(args.analyse)

@@ -72,6 +72,7 @@ def main() -> int:
     parser.add_argument("--out", default="out")
     parser.add_argument("--budget-s", type=float, default=420)
     parser.add_argument("--record-processes", type=int, default=3)
+    parser.add_argument("--without", action="append", default=[], help="a schedule to leave out; repeatable")
     parser.add_argument("--judge-also", type=Path, help="another card's baseline folder, judged too")
     parser.add_argument(
         "--judge-only", type=Path, help="another card's baseline folder, judged alone (nothing recorded)"
@@ -107,6 +108,8 @@ def main() -> int:
     if args.judge_also is not None:
         targets.append(("other", args.judge_also.resolve()))
     for index, (name, argv, env) in enumerate(schedules()):
+        if name in args.without:
+            continue
         for side, where in targets:
             if budget.left() < 40:
                 print("budget spent", flush=True)
