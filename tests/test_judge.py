@@ -349,6 +349,27 @@ def test_recording_processes_that_disagree_widen_it() -> None:
     assert result.process_sd is not None and result.process_sd > 0.003
 
 
+def test_an_undetermined_level_that_moves_between_processes_asks_for_processes_not_rounds() -> None:
+    """A 12 us kernel whose recording processes sit 6% apart with quiet rounds, one of a run's 40
+    judgements: the test cannot see 10%, and more rounds would not help."""
+    baseline = Rounds("cupti", (0.0119,) * 8 + (0.0126,) * 8 + (0.0122,) * 8, process_rounds=(8, 8, 8))
+    settings = {"device": DEVICE, "threshold": 0.005, "alpha": 0.01, "planned_judgements": 40}
+    result = judge(rounds(0.0122, 3, 5), baseline, **settings)  # type: ignore[arg-type]
+    assert result.verdict is Verdict.UNDETERMINED
+    assert "its level moves between processes more than its rounds show" in result.reason
+    assert "--kernelperf-record-processes" in result.reason
+    assert "--kernelperf-rounds" not in result.reason
+
+
+def test_an_undetermined_level_whose_rounds_disagree_asks_for_more_rounds() -> None:
+    """Rounds 30% apart (placement-sensitive), one process each side: more rounds are the cure."""
+    result = judge(
+        rounds(0.6, 3, 5, sd=0.3), rounds(0.6, 4, 8, sd=0.3), device=DEVICE, threshold=0.005, alpha=0.01
+    )
+    assert result.verdict is Verdict.UNDETERMINED
+    assert "more rounds (--kernelperf-rounds, --kernelperf-max-rounds)" in result.reason
+
+
 def test_the_timer_step_sets_a_floor_under_a_1_us_kernels_between_process_noise() -> None:
     step = 0.000032  # the H200's CUPTI tick: 3.2% of a 1 us kernel
     current = Rounds("cupti", (0.00101,) * 5, step_ms=step)

@@ -100,3 +100,11 @@ def test_how_many_pairs_are_drawn_does_not_depend_on_the_ratio() -> None:
         current, base = paired_rounds(1.0, 5, 0.003, seed=seed)
         for ratio in (0.9, 1.01, 1.2):
             assert needed([c * ratio for c in current], base) == needed(current, base)
+
+
+def test_pairs_that_cannot_tell_ask_for_more_pairs() -> None:
+    """Pairs 20% apart, five of them: `undetermined`, and the remedy is pairs, not the paired mode."""
+    comparison = judge(*paired_rounds(1.0, pairs=5, pair_sd=0.2, seed=3))
+    assert comparison.verdict is Verdict.UNDETERMINED
+    assert "more pairs (--kernelperf-pair-seconds" in comparison.reason
+    assert "--kernelperf-against" not in comparison.reason

@@ -190,7 +190,8 @@ def judge(current: Rounds, baseline: Rounds | None, **options: Unpack[JudgeOptio
         notes.insert(0, note)
     elif verdict is Verdict.SAME and ratio > 1 + threshold:
         notes.append("beyond the threshold, not significant")
-    verdict, note = undetermined(verdict, test.detectable, threshold)
+    remedy = ROUNDS_REMEDY if test.round_share >= 0.5 else PROCESSES_REMEDY
+    verdict, note = undetermined(verdict, test.detectable, threshold, remedy)
     if note:
         notes.append(note)
     return Comparison(
@@ -265,10 +266,20 @@ def _throttled(
 # placement-sensitive histogram 15-43%, a loaded CPU 700%.
 UNDETERMINED_FACTOR = 4.0
 UNDETERMINED_FLOOR = 0.10
-UNDETERMINED_REMEDY = (
-    "more rounds (--kernelperf-rounds), pairs with the code it replaces (--kernelperf-against), or a "
-    "quieter machine"
+# The remedy follows where the test's uncertainty lies: in the rounds, more rounds shrink it; in how
+# far a level moves between processes and occasions (an NVRTC SAXPY held in L2 on an H200: its rounds
+# 2.3% apart, its processes' levels 1.5% beyond that), only more of those or the pairing do.
+ROUNDS_REMEDY = (
+    "more rounds (--kernelperf-rounds, --kernelperf-max-rounds), pairs with the code it replaces "
+    "(--kernelperf-against), or a quieter machine"
 )
+PROCESSES_REMEDY = (
+    "its level moves between processes more than its rounds show, which more rounds do not cure: a "
+    "baseline recorded in more processes or on more occasions (--kernelperf-record-processes, "
+    "--kernelperf-add-occasion), its past runs (--kernelperf-history), or pairs with the code it "
+    "replaces (--kernelperf-against)"
+)
+PAIRED_REMEDY = "more pairs (--kernelperf-pair-seconds, --kernelperf-max-rounds) or a quieter machine"
 
 
 def undetermined_beyond(threshold: float) -> float:
@@ -276,14 +287,14 @@ def undetermined_beyond(threshold: float) -> float:
     return max(UNDETERMINED_FACTOR * threshold, UNDETERMINED_FLOOR)
 
 
-def undetermined(verdict: Verdict, detectable: float, threshold: float) -> tuple[Verdict, str]:
+def undetermined(verdict: Verdict, detectable: float, threshold: float, remedy: str) -> tuple[Verdict, str]:
     """`same` turned `undetermined` where the test could not have seen a change that matters."""
     bar = undetermined_beyond(threshold)
     if verdict is not Verdict.SAME or not detectable > bar:
         return verdict, ""
     return Verdict.UNDETERMINED, (
         f"undetermined: the smallest slowdown this test detects is {detectable:.1%}, beyond {bar:.0%}; "
-        f"for a verdict: {UNDETERMINED_REMEDY}"
+        f"for a verdict: {remedy}"
     )
 
 
@@ -308,6 +319,7 @@ class RoundTest:
     detectable: float  # smallest relative slowdown detected with POWER
     se: float = 0.0  # the standard error of the log ratio
     process: ProcessNoise | None = None  # the between-process part, when the test has one
+    round_share: float = 1.0  # the rounds' part of the variance of the difference
 
 
 # A baseline from another GPU of the same model: each kernel's level may sit elsewhere on that card
@@ -410,7 +422,7 @@ def round_test(
         d, math.sqrt(variance), df, level, math.sqrt(s2), (own if own_df else "") + rounds_prior.source
     )
     process = ProcessNoise(math.sqrt(process_part / (1 + 1 / n_processes)), source)
-    return replace(test, process=process)
+    return replace(test, process=process, round_share=round_part / variance if variance else 1.0)
 
 
 def _t_test(d: float, se: float, df: float, level: float, sd: float, source: str) -> RoundTest:
@@ -503,7 +515,7 @@ def judge_paired(
     test = paired_test(current_ms, base_ms, device, method, 1.0, alpha / planned, prior)
     verdict = _verdict(test, threshold)
     beyond = verdict is Verdict.SAME and test.ratio > 1 + threshold
-    verdict, note = undetermined(verdict, test.detectable, threshold)
+    verdict, note = undetermined(verdict, test.detectable, threshold, PAIRED_REMEDY)
     reasons = ["beyond the threshold, not significant"] if beyond else []
     return Comparison(
         verdict,
