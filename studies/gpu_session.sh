@@ -41,6 +41,8 @@
 #   OUT=out bash studies/gpu_session.sh aa-defaults    # the scoring suite recorded and judged at the defaults
 #                                                      # (3 recording processes, 64x rounds); power-capped
 #                                                      # GEMMs at +10% (studies/power_capped.py --plants)
+#   OUT=out bash studies/gpu_session.sh examples-gemms # committed example baselines judged here; power-capped
+#                                                      # GEMMs at +10%, as in aa-defaults
 #   OUT=out bash studies/gpu_session.sh pages          # committed example baselines judged here; whether
 #                                                      # rounds sample physical placement (studies/physical_placement.py)
 # Everything lands under $OUT/work as it is measured and is packed into $OUT/<part>.tgz at the end (or
@@ -324,6 +326,13 @@ aa-defaults)
         --without process_placement --budget-s "${VERDICT_BUDGET_S:-420}"
     step power_capped "${POWER_LIMIT_S:-120}" python3 studies/power_capped.py --out "$W" \
         --plants 1.10,1.00,1.10 --budget-s "${POWER_BUDGET_S:-105}"
+    ;;
+examples-gemms)
+    nvidia-smi -L | tee -a "$SUMMARY"
+    step examples_compare "${EXAMPLES_LIMIT_S:-150}" python3 -m pytest --kernelperf example_kernels $P \
+        --kernelperf-json="$W/examples_compare.json" --kernelperf-markdown="$W/examples.md"
+    step power_capped "${POWER_LIMIT_S:-240}" python3 studies/power_capped.py --out "$W" \
+        --plants 1.10,1.00,1.10 --budget-s "${POWER_BUDGET_S:-220}"
     ;;
 *)
     echo "unknown part $part" >&2
