@@ -14,6 +14,7 @@ from pytest_kernelperf.model.result import Comparison, Throttling, Verdict
 from pytest_kernelperf.testing import ScriptedTimer, sampling_plan
 from pytest_kernelperf.verdict import noise, prior
 from pytest_kernelperf.verdict.judge import (
+    POWER_CAP_CLOCK_ELASTICITY,
     Rounds,
     judge,
     parse_fraction,
@@ -527,6 +528,43 @@ def test_a_slowdown_at_the_power_cap_the_baseline_also_ran_at_is_judged_on_time(
     )
     assert result.verdict is Verdict.UNRELIABLE
     assert "the SM cycles changed -3.3%, within the noise" in result.reason
+
+
+def power_capped(clock_mhz: int, baseline_clock_mhz: int) -> Throttling:
+    return Throttling(
+        ("software power cap",),
+        rounds=70,
+        clock_mhz=clock_mhz,
+        baseline_clock_mhz=baseline_clock_mhz,
+        baseline_reasons=("software power cap",),
+    )
+
+
+def test_a_capped_gemm_whose_process_ran_at_a_lower_clock_is_judged_on_clock_adjusted_time() -> None:
+    # An unchanged fp8 GEMM at the power cap, its process at 1545 MHz where the baseline's sat at
+    # 1980: +5.7% in time, of which the clock accounts for (1980/1545)^0.2 = +5.1%.
+    settings = {"device": DEVICE, "threshold": 0.005, "alpha": 0.01, "planned_judgements": 2}
+    capped = power_capped(1545, 1980)
+    unchanged = judge(rounds(0.48 * 1.057, 1, 20), rounds(0.48, 2, 40), throttling=capped, **settings)  # type: ignore[arg-type]
+    assert unchanged.verdict is Verdict.SAME
+    assert unchanged.ratio == pytest.approx(1.057 / (1980 / 1545) ** POWER_CAP_CLOCK_ELASTICITY, rel=0.002)
+    assert "at 1545 MHz against the baseline's 1980 MHz" in unchanged.reason
+    assert (
+        f"time changed +5.8% at 1545 MHz against the baseline's 1980 MHz, {unchanged.ratio - 1:+.1%} adjusted"
+        in (unchanged.reason)
+    )
+    # The same GEMM really 10% slower at that clock: +15% in time, still slower once adjusted.
+    slowed = judge(rounds(0.48 * 1.15, 1, 20), rounds(0.48, 2, 40), throttling=capped, **settings)  # type: ignore[arg-type]
+    assert slowed.verdict is Verdict.SLOWER
+    # A process at a higher clock than the baseline's hides part of a slowdown; the adjustment shows it.
+    faster_clock = judge(
+        rounds(0.48 * 1.005, 1, 20),
+        rounds(0.48, 2, 40),
+        throttling=power_capped(1980, 1545),
+        **settings,  # type: ignore[arg-type]
+    )
+    assert faster_clock.verdict is Verdict.SLOWER
+    assert faster_clock.ratio == pytest.approx(1.005 * (1980 / 1545) ** POWER_CAP_CLOCK_ELASTICITY, rel=0.002)
 
 
 def test_a_slowdown_the_cycles_also_show_is_judged_slower_despite_throttling() -> None:
