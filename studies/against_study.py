@@ -121,7 +121,7 @@ def analyse(folder: Path) -> str:
                 verdicts[result["verdict"]] += 1
                 continue
             verdicts[result["verdict"]] += 1
-            by_kernel[result["test_id"]].append(result)
+            by_kernel[result["test_id"]].append(_at_every_measurement(result, len(run["results"])))
             seconds.append(_measuring_s(result))
     cards = {path.parent.name for path in folder.rglob("run-*.json")}
     lines = [f"{len(runs)} processes on {len(cards)} cards; verdicts: {dict(sorted(verdicts.items()))}"]
@@ -129,8 +129,8 @@ def analyse(folder: Path) -> str:
     lines.append(f"A/A': {verdicts['slower']} slower and {verdicts['faster']} faster in {judged} judgements")
     again = [str(_rejudged(r, 0.0).verdict) for results in by_kernel.values() for r in results]
     lines.append(
-        f"A/A' re-judged by this code's judge: {again.count('slower')} slower and "
-        f"{again.count('faster')} faster in {len(again)}"
+        f"A/A' re-judged by this code's judge, m every measurement of the process: "
+        f"{again.count('slower')} slower and {again.count('faster')} faster in {len(again)}"
     )
     if seconds:
         lines.append(
@@ -194,6 +194,14 @@ def _measuring_s(result: dict[str, Any]) -> float:
     """Seconds of warm-up and rounds of one call, both sides together."""
     cost = result.get("cost_s") or {}
     return float(cost.get("warmup", 0.0) + cost.get("rounds", 0.0))
+
+
+def _at_every_measurement(result: dict[str, Any], measurements: int) -> dict[str, Any]:
+    """The result with m counting every measurement of its process (runs before that count said one
+    per test), so that re-judging applies the level the paired mode uses now."""
+    comparison = result["comparison"]
+    m = max(comparison["planned_judgements"], measurements)
+    return {**result, "comparison": {**comparison, "planned_judgements": m}}
 
 
 def _rejudged(result: dict[str, Any], delta: float) -> Any:
