@@ -13,7 +13,7 @@ from conftest import Project, seed_peak_cache
 
 from pytest_kernelperf.baselines import processes, schema
 from pytest_kernelperf.baselines.yaml_io import read
-from pytest_kernelperf.model.baseline import MetricRecord
+from pytest_kernelperf.model.baseline import BaselineEntry, MetricRecord
 from pytest_kernelperf.settings import GPU_RECORD_PROCESSES, Settings
 
 # Each process draws its own level (its pid picks it), as processes on a GPU do.
@@ -63,6 +63,19 @@ def record(rounds: tuple[float, ...], n: int = 40) -> MetricRecord:
     low, high = min(rounds) * 0.99, max(rounds) * 1.01
     quantiles = tuple(low + (high - low) * i / 31 for i in range(32))
     return MetricRecord("cupti", sorted(rounds)[len(rounds) // 2], (low, high), n, quantiles, rounds, 3.2e-5)
+
+
+def test_the_baselines_clock_is_its_processes_mean() -> None:
+    """A power-capped kernel's level is the mean over its processes; so is the clock it is set against."""
+    one = BaselineEntry(record((1.0, 1.0)), "2026-12-03", {"sm_clock_mhz": "1980", "driver": "580"})
+    two = processes.combine(one, dataclasses.replace(one, environment={"sm_clock_mhz": "1545"}))
+    assert two.environment == {"sm_clock_mhz": str(round((1980 * 1545) ** 0.5)), "driver": "580"}
+    three = processes.combine(two, dataclasses.replace(one, environment={"sm_clock_mhz": "1605"}))
+    assert three.environment["sm_clock_mhz"] == str(round((1980 * 1545 * 1605) ** (1 / 3)))
+    # Another occasion's processes count too; an entry without a clock leaves it as it was.
+    later = processes.another_occasion(three, dataclasses.replace(one, environment={"sm_clock_mhz": "1700"}))
+    assert later.environment["sm_clock_mhz"] == str(round((1980 * 1545 * 1605 * 1700) ** (1 / 4)))
+    assert processes.combine(three, dataclasses.replace(one, environment={})).environment == three.environment
 
 
 def test_two_processes_pool_into_one_consistent_record() -> None:

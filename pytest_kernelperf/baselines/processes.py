@@ -6,11 +6,13 @@ run. Recorded in several processes (`--kernelperf-record-processes`), an entry k
 process's rounds, in order, with how many each measured (`process_rounds`): the judge compares
 against the mean over the processes, and their spread is the kernel's own between-process noise.
 The samples' summary (median, interval, quantiles) is that of all processes' samples together, so
-the entry stays consistent in itself. No pytest, no torch.
+the entry stays consistent in itself. The SM clock in its environment is the processes' mean, as
+its level is: the judge sets one against the other for a kernel at the power cap. No pytest, no torch.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from pytest_kernelperf.model.baseline import BaselineEntry, MetricRecord
@@ -19,23 +21,49 @@ from pytest_kernelperf.verdict import stats
 
 def combine(first: BaselineEntry, other: BaselineEntry) -> BaselineEntry:
     """`first` with the rounds of `other`, a later process's entry of the same test, added as one more
-    recording process. Everything else (date, environment, inventory, context) stays `first`'s."""
+    recording process. Everything else (date, environment but its clock, inventory, context) stays
+    `first`'s."""
     host = first.host_latency
     if host is not None and other.host_latency is not None:
         host = combine_metric(host, other.host_latency)
-    return replace(first, device_time=combine_metric(first.device_time, other.device_time), host_latency=host)
+    return replace(
+        first,
+        device_time=combine_metric(first.device_time, other.device_time),
+        host_latency=host,
+        environment=_mean_clock(first.environment, first, other),
+    )
 
 
 def another_occasion(stored: BaselineEntry, new: BaselineEntry) -> BaselineEntry:
     """`stored` with `new`'s processes added as one more recording occasion (an update on another
     machine or day, `--kernelperf-add-occasion`): the judge's occasion term shrinks with the
-    occasions. `new`'s date, environment, inventory and context describe the entry from now on."""
+    occasions. `new`'s date, environment (but its clock), inventory and context describe the entry
+    from now on."""
     host = new.host_latency
     if host is not None and stored.host_latency is not None:
         host = combine_metric(stored.host_latency, host, occasion=True)
     return replace(
-        new, device_time=combine_metric(stored.device_time, new.device_time, occasion=True), host_latency=host
+        new,
+        device_time=combine_metric(stored.device_time, new.device_time, occasion=True),
+        host_latency=host,
+        environment=_mean_clock(new.environment, stored, new),
     )
+
+
+CLOCK = "sm_clock_mhz"
+
+
+def _mean_clock(environment: dict[str, str], first: BaselineEntry, other: BaselineEntry) -> dict[str, str]:
+    """`environment` with the SM clock the geometric mean over both entries' processes, each entry's
+    clock weighing as many processes as it holds; unchanged where either clock is unknown."""
+    clocks = []
+    for entry in (first, other):
+        value = entry.environment.get(CLOCK, "")
+        if not value.isdigit() or int(value) == 0:
+            return environment
+        clocks.append((math.log(int(value)), len(entry.device_time.process_rounds) or 1))
+    mean = math.exp(math.fsum(log * count for log, count in clocks) / sum(count for _, count in clocks))
+    return {**environment, CLOCK: str(round(mean))}
 
 
 def combine_metric(first: MetricRecord, other: MetricRecord, *, occasion: bool = False) -> MetricRecord:
