@@ -340,3 +340,38 @@ def test_compare_with_a_check_only_run_says_untimed_not_missing(project: Project
     assert "not in " not in text
     assert f"no timing in {checked} for test_kernels.py::test_named" in text
     assert "that run only checked it (a run without --kernelperf)" in text
+
+
+POWER_CAPPED = """
+import os
+
+import torch
+
+def kernel(x):
+    return x * 2
+
+kernel.fake_ms = float(os.environ["FAKE_MS"])  # Project.run's ms
+kernel.fake_throttle = ("software power cap",)
+kernel.fake_clock_mhz = int(os.environ["CLOCK"])
+
+def test_kernel(kernel_bench):
+    kernel_bench(kernel, torch.ones(64))
+"""
+
+
+def test_compare_sets_a_capped_kernels_clock_against_the_old_runs_not_the_baseline_it_ran_against(
+    project: Project,
+) -> None:
+    # Both runs at 1545 MHz, the new one 5% slower: compare sees +5% (slower), whatever the baseline
+    # both were judged against when they ran (recorded at 1980 MHz, against which the clock adjusts
+    # the new run's +5% away).
+    project.module(POWER_CAPPED)
+    project.monkeypatch.setenv("CLOCK", "1980")
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
+    project.monkeypatch.setenv("CLOCK", "1545")
+    project.run("--kernelperf", "--kernelperf-json=old.json")
+    project.run("--kernelperf", "--kernelperf-json=new.json", ms=1.05).assert_outcomes(passed=1)
+    old, new = project.pytester.path / "old.json", project.pytester.path / "new.json"
+    code, text = cli("compare", str(old), str(new), "--color=no")
+    assert code == 1
+    assert "kernelperf: 1 slower" in text

@@ -15,6 +15,7 @@ from pytest_kernelperf.testing import ScriptedTimer, sampling_plan
 from pytest_kernelperf.verdict import noise, prior
 from pytest_kernelperf.verdict.judge import (
     POWER_CAP_CLOCK_ELASTICITY,
+    POWER_CAP_CLOCK_RANGE,
     Rounds,
     judge,
     parse_fraction,
@@ -357,7 +358,7 @@ def test_an_undetermined_level_that_moves_between_processes_asks_for_processes_n
     settings = {"device": DEVICE, "threshold": 0.005, "alpha": 0.01, "planned_judgements": 40}
     result = judge(rounds(0.0122, 3, 5), baseline, **settings)  # type: ignore[arg-type]
     assert result.verdict is Verdict.UNDETERMINED
-    assert "its level moves between processes more than its rounds show" in result.reason
+    assert "most of its uncertainty is how far a level may move between processes" in result.reason
     assert "--kernelperf-record-processes" in result.reason
     assert "--kernelperf-rounds" not in result.reason
 
@@ -563,6 +564,21 @@ def test_a_capped_gemm_whose_process_ran_at_a_lower_clock_is_judged_on_clock_adj
     )
     assert faster_clock.verdict is Verdict.SLOWER
     assert faster_clock.ratio == pytest.approx(1.005 * (1980 / 1545) ** POWER_CAP_CLOCK_ELASTICITY, rel=0.002)
+
+
+def test_the_clock_adjustment_is_bounded_and_only_for_the_power_cap() -> None:
+    settings = {"device": DEVICE, "threshold": 0.005, "alpha": 0.01}
+    # A clock read of 400 MHz against 1980 excuses no more than the fitted range allows (about 5%).
+    far = judge(
+        rounds(0.48 * 1.30, 1, 20), rounds(0.48, 2, 40), throttling=power_capped(400, 1980), **settings
+    )  # type: ignore[arg-type]
+    assert far.verdict is Verdict.SLOWER
+    assert far.ratio == pytest.approx(1.30 / POWER_CAP_CLOCK_RANGE**POWER_CAP_CLOCK_ELASTICITY, rel=0.003)
+    # Thermal throttling in run and baseline is judged on time as it is.
+    hot = replace(power_capped(1545, 1980), reasons=("software thermal slowdown",))
+    hot = replace(hot, baseline_reasons=("software thermal slowdown",))
+    thermal = judge(rounds(0.48 * 1.05, 1, 20), rounds(0.48, 2, 40), throttling=hot, **settings)  # type: ignore[arg-type]
+    assert thermal.verdict is Verdict.SLOWER and thermal.time_ratio is None
 
 
 def test_a_slowdown_the_cycles_also_show_is_judged_slower_despite_throttling() -> None:

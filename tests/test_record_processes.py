@@ -75,7 +75,17 @@ def test_the_baselines_clock_is_its_processes_mean() -> None:
     # Another occasion's processes count too; an entry without a clock leaves it as it was.
     later = processes.another_occasion(three, dataclasses.replace(one, environment={"sm_clock_mhz": "1700"}))
     assert later.environment["sm_clock_mhz"] == str(round((1980 * 1545 * 1605 * 1700) ** (1 / 4)))
-    assert processes.combine(three, dataclasses.replace(one, environment={})).environment == three.environment
+    # A process whose clock is unknown leaves the pooled level's clock unknown too.
+    unknown = processes.combine(three, dataclasses.replace(one, environment={"driver": "580"}))
+    assert "sm_clock_mhz" not in unknown.environment and unknown.environment["driver"] == "580"
+    # Records that do not pool (another method) keep one side's level, and its clock.
+    other_method = dataclasses.replace(
+        one,
+        device_time=dataclasses.replace(one.device_time, method="cuda-event"),
+        environment={"sm_clock_mhz": "1545"},
+    )
+    assert processes.combine(one, other_method).environment["sm_clock_mhz"] == "1980"
+    assert processes.another_occasion(one, other_method).environment["sm_clock_mhz"] == "1545"
 
 
 def test_two_processes_pool_into_one_consistent_record() -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from pytest_kernelperf.model.baseline import BaselineEntry, MetricRecord
+from pytest_kernelperf.model.baseline import CLOCK_KEY, BaselineEntry, MetricRecord, clock_of
 from pytest_kernelperf.verdict import stats
 
 
@@ -50,27 +50,31 @@ def another_occasion(stored: BaselineEntry, new: BaselineEntry) -> BaselineEntry
     )
 
 
-CLOCK = "sm_clock_mhz"
-
-
 def _mean_clock(environment: dict[str, str], first: BaselineEntry, other: BaselineEntry) -> dict[str, str]:
-    """`environment` with the SM clock the geometric mean over both entries' processes, each entry's
-    clock weighing as many processes as it holds; unchanged where either clock is unknown."""
-    clocks = []
-    for entry in (first, other):
-        value = entry.environment.get(CLOCK, "")
-        if not value.isdigit() or int(value) == 0:
-            return environment
-        clocks.append((math.log(int(value)), len(entry.device_time.process_rounds) or 1))
-    mean = math.exp(math.fsum(log * count for log, count in clocks) / sum(count for _, count in clocks))
-    return {**environment, CLOCK: str(round(mean))}
+    """`environment` with the SM clock of the level `first` and `other` pool into: the geometric mean
+    over their processes, each entry's clock weighing as many processes as it holds. Where the two do
+    not pool (another method, no rounds) the level is one side's, and so is its clock; where they pool
+    but a clock is unknown, the level's clock is too, and the key goes."""
+    if not _pools(first.device_time, other.device_time):
+        return environment
+    clocks = [(clock_of(e.environment), len(e.device_time.process_rounds) or 1) for e in (first, other)]
+    known = [(math.log(clock), count) for clock, count in clocks if clock is not None]
+    if len(known) < len(clocks):
+        return {key: value for key, value in environment.items() if key != CLOCK_KEY}
+    mean = math.exp(math.fsum(log * count for log, count in known) / sum(count for _, count in known))
+    return {**environment, CLOCK_KEY: str(round(mean))}
+
+
+def _pools(first: MetricRecord, other: MetricRecord) -> bool:
+    """Whether two records' rounds pool into one level: the same method, rounds on both sides."""
+    return first.method == other.method and bool(first.rounds_ms) and bool(other.rounds_ms)
 
 
 def combine_metric(first: MetricRecord, other: MetricRecord, *, occasion: bool = False) -> MetricRecord:
     """Two records of one metric as one, `other`'s processes added to `first`'s occasion, or as an
     occasion of their own. Records of another method, or without rounds, cannot be pooled: `other`
     stays as it was when it starts an occasion, else `first`."""
-    if first.method != other.method or not first.rounds_ms or not other.rounds_ms:
+    if not _pools(first, other):
         return other if occasion else first
     pooled = sorted(_stand_ins(first) + _stand_ins(other))
     summary = stats.summarize(pooled)

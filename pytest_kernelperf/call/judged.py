@@ -16,6 +16,8 @@ from pytest_kernelperf.measure.clock import active
 from pytest_kernelperf.measure.interleave import OtherFailed, interleaved
 from pytest_kernelperf.measure.timing import Metric, Timing, TimingError, merge_rounds
 from pytest_kernelperf.model.baseline import (
+    CLOCK_KEY,
+    THROTTLED_KEY,
     BaselineEntry,
     EntryKey,
     MetricRecord,
@@ -293,14 +295,11 @@ def enforce(
 
 
 # The environment key of the throttle reasons a measurement's rounds ran under ("no": none).
-THROTTLED_KEY = "throttled"
-
-
 def environment_of(timing: Timing, device: DeviceInfo) -> dict[str, str]:
     """The device's environment and the measurement's SM clock (the median after its rounds)."""
     environment = dict(device.environment)
     if timing.health is not None:
-        environment["sm_clock_mhz"] = str(timing.health.clock_mhz)
+        environment[CLOCK_KEY] = str(timing.health.clock_mhz)
         environment[THROTTLED_KEY] = ", ".join(timing.health.throttled) or "no"
     return environment
 
@@ -318,17 +317,13 @@ def throttling_of(timing: Timing, baseline: BaselineEntry | None = None) -> Thro
     health = timing.health
     if health is None or not health.throttled:
         return None
-    recorded = baseline.environment.get("sm_clock_mhz") if baseline else None
-    reasons = baseline.environment.get(THROTTLED_KEY) if baseline else None
     return Throttling(
         health.throttled,
         health.clock_drop,
         health.throttled_rounds,
         lowest_clock_mhz=health.lowest_clock_mhz or min(health.start.sm_clock_mhz, health.end.sm_clock_mhz),
-        baseline_clock_mhz=int(recorded) if recorded and recorded.isdigit() else None,
         clock_mhz=health.clock_mhz,
-        baseline_reasons=None if reasons is None else tuple(r for r in reasons.split(", ") if r != "no"),
-    )
+    ).with_baseline(baseline.environment if baseline else None)
 
 
 def record_of(metric: Metric) -> MetricRecord:

@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_kernelperf.measure.device import nvml_handle
+from pytest_kernelperf.model.result import POWER_CAP
 
 # Clock-event reasons that mean the SM clock was held down. Idle, application-clock settings,
 # sync boost and display clocks are benign and left out.
 _THROTTLING = {
-    0x4: "software power cap",
+    0x4: POWER_CAP,
     0x8: "hardware slowdown",
     0x20: "software thermal slowdown",
     0x40: "hardware thermal slowdown",

@@ -51,6 +51,25 @@ class MetricRecord:
         return (min(self.rounds_ms), max(self.rounds_ms)) if self.rounds_ms else self.ci_ms
 
 
+# Keys of a measurement's environment that describe its clock: the SM clock (the median NVML read
+# after its rounds; the mean over processes in a multi-process entry) and the throttle reasons its
+# rounds ran under ("no" where none).
+CLOCK_KEY = "sm_clock_mhz"
+THROTTLED_KEY = "throttled"
+
+
+def clock_of(environment: dict[str, str]) -> int | None:
+    """The SM clock an environment recorded, None where absent or not a positive whole number."""
+    value = environment.get(CLOCK_KEY, "")
+    return int(value) if value.isascii() and value.isdecimal() and int(value) > 0 else None
+
+
+def throttle_reasons_of(environment: dict[str, str]) -> tuple[str, ...] | None:
+    """The throttle reasons an environment recorded (empty: none), None where not recorded."""
+    reasons = environment.get(THROTTLED_KEY)
+    return None if reasons is None else tuple(r for r in reasons.split(", ") if r != "no")
+
+
 @dataclass(frozen=True)
 class BaselineEntry:
     device_time: MetricRecord

@@ -11,9 +11,15 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from pytest_kernelperf.model.baseline import BaselineEntry, entry_test_id, split_nodeid
+from pytest_kernelperf.model.baseline import (
+    BaselineEntry,
+    clock_of,
+    entry_test_id,
+    split_nodeid,
+    throttle_reasons_of,
+)
 from pytest_kernelperf.model.call import CompileContext
 
 POWER = 0.95  # the detection probability the smallest detectable change is quoted at
@@ -61,6 +67,11 @@ class Reading:
         return f"{change} ({self.verdict}, {self.rounds} rounds)"
 
 
+# NVML's reason for a clock held down by the board's power limit (measure/health.py reads it): a
+# heavy kernel's usual state, not an accident of one run.
+POWER_CAP = "software power cap"
+
+
 @dataclass(frozen=True)
 class Throttling:
     """NVML said the GPU held its clock down during rounds that could not be re-measured."""
@@ -73,6 +84,15 @@ class Throttling:
     clock_mhz: int | None = None  # this measurement's SM clock: the median read after each round kept
     # The throttle reasons the baseline's own rounds ran under (None: not recorded, an older entry).
     baseline_reasons: tuple[str, ...] | None = None
+
+    def with_baseline(self, environment: dict[str, str] | None) -> Throttling:
+        """This throttling set against another baseline's recorded clock and reasons (None: none)."""
+        found = environment or {}
+        return replace(self, baseline_clock_mhz=clock_of(found), baseline_reasons=throttle_reasons_of(found))
+
+    def at_power_cap(self) -> bool:
+        """Whether the software power cap held the clock down in this measurement and its baseline."""
+        return POWER_CAP in self.reasons and self.as_in_baseline()
 
     def as_in_baseline(self) -> bool:
         """Whether the baseline ran under every reason this measurement did (a heavy kernel at the
@@ -105,9 +125,12 @@ class Throttling:
             found.append(self.baseline_clock_mhz / self.lowest_clock_mhz - 1)
         return max(found) if found else None
 
-    def describe(self) -> str:
+    def describe(self, clocks_explain: bool = True) -> str:
+        """What throttled, and (`clocks_explain`) the most the clocks could account for."""
         slowdown = self.clock_slowdown()
         clocks = f", clocks account for up to {slowdown:.1%}" if slowdown else ", no clock drop recorded"
+        if not clocks_explain:
+            clocks = ""
         kept = f" in {self.rounds} round{'s' if self.rounds != 1 else ''}" if self.rounds else ""
         return f"GPU throttled{kept} ({', '.join(self.reasons)}{clocks})"
 
@@ -132,10 +155,21 @@ class Comparison:
     detectable: float | None = None  # smallest slowdown caught with POWER at this level
     rounds: int | None = None  # this run's rounds
     baseline_rounds: int | None = None
+    # The ratio of times where `ratio` is that of times adjusted for the clock (a kernel at the power
+    # cap in run and baseline, verdict/judge.py); None where the two are one.
+    time_ratio: float | None = None
 
     @property
     def change_pct(self) -> float | None:
         return None if self.ratio is None else (self.ratio - 1) * 100
+
+    def change(self) -> str:
+        """The judged change as a reader sees it: "+5.1%", or "+0.7% adjusted for the clock (time +5.8%)"."""
+        if self.ratio is None:
+            return "?"
+        if self.time_ratio is None:
+            return f"{self.ratio - 1:+.1%}"
+        return f"{self.ratio - 1:+.1%} adjusted for the clock (time {self.time_ratio - 1:+.1%})"
 
     def evidence(self) -> str:
         """What a reviewer needs to check the verdict: the ratio's interval, the p-value and the level

@@ -124,6 +124,7 @@ def _comparison(comparison: Comparison | None) -> dict[str, Any] | None:
         "detectable": comparison.detectable,
         "rounds": comparison.rounds,
         "baseline_rounds": comparison.baseline_rounds,
+        "time_ratio": _num(comparison.time_ratio),
         "evidence": comparison.evidence(),  # derived
     }
 
@@ -493,6 +494,7 @@ def _comparison_from(reader: _Reader | None) -> Comparison | None:
         detectable=reader.number("detectable", optional=True),
         rounds=reader.whole("rounds", optional=True),
         baseline_rounds=reader.whole("baseline_rounds", optional=True),
+        time_ratio=reader.number("time_ratio", optional=True),
     )
 
 

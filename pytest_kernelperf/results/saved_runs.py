@@ -150,8 +150,13 @@ def _judge(result: BenchResult, base: BaselineEntry | None, context: JudgementCo
     entry = result.entry
     assert entry is not None and result.method is not None
     measured = Measured(entry.device_time, entry.host_latency, entry.environment.get(CARD_KEY))
+    # The throttling NEW's rounds ran under, set against this baseline's clock and reasons (not the
+    # ones NEW was judged against when it ran).
+    throttling = (
+        result.throttling.with_baseline(base.environment if base else None) if result.throttling else None
+    )
     comparison, host_comparison = judge_measurement(
-        measured, base, context, device=result.device, throttling=result.throttling
+        measured, base, context, device=result.device, throttling=throttling
     )
     their_host = base.host_latency if base is not None else None
     return replace(

@@ -49,6 +49,9 @@ THROTTLE_MARGIN = 3.0  # "a wide margin": the change must exceed 3x what the clo
 # stand-in for the clock during the rounds, so time x clock (cycles) would over-correct; at 0 an fp8
 # GEMM whose process ran 22% below its baseline's clock read +5.7% `slower` unchanged.
 POWER_CAP_CLOCK_ELASTICITY = 0.2
+# The clocks' ratio it was fitted over (1980 against 1545 MHz at most); a ratio beyond is taken at
+# this bound, so that no clock read excuses more than 0.2 x log(1.3), about 5%.
+POWER_CAP_CLOCK_RANGE = 1.3
 
 
 class StoredMetric(Protocol):
@@ -222,6 +225,7 @@ def judge(current: Rounds, baseline: Rounds | None, **options: Unpack[JudgeOptio
         threshold=threshold,
         alpha=alpha,
         planned_judgements=planned,
+        time_ratio=time_ratio if ratio != time_ratio else None,
     )
 
 
@@ -237,11 +241,13 @@ def _verdict(test: RoundTest, threshold: float) -> Verdict:
 
 def _clock_adjusted(test: RoundTest, throttling: Throttling) -> RoundTest:
     """Where the baseline ran at the power cap as this run did and both clocks are known, the test of
-    time adjusted for how far the clocks sat apart (POWER_CAP_CLOCK_ELASTICITY); else the test."""
+    time adjusted for how far the clocks sat apart (POWER_CAP_CLOCK_ELASTICITY, the clocks' ratio
+    within POWER_CAP_CLOCK_RANGE); else the test."""
     clock_ratio = throttling.clock_ratio()
-    if not throttling.as_in_baseline() or clock_ratio is None or clock_ratio == 1:
+    if not throttling.at_power_cap() or clock_ratio is None or clock_ratio == 1:
         return test
-    shift = POWER_CAP_CLOCK_ELASTICITY * math.log(clock_ratio)
+    bounded = min(max(clock_ratio, 1 / POWER_CAP_CLOCK_RANGE), POWER_CAP_CLOCK_RANGE)
+    shift = POWER_CAP_CLOCK_ELASTICITY * math.log(bounded)
     return replace(
         _t_test(math.log(test.ratio) - shift, test.se, test.df, test.level, test.sd, test.source),
         process=test.process,
@@ -261,7 +267,6 @@ def _throttled(
     clock): a slowdown the cycles also show is the code's, whatever the clock did; one the cycles do
     not show is the clock's (`unreliable`)."""
     ratio = test.ratio
-    described = throttling.describe()
     if throttling.as_in_baseline():
         judged = f"the change of {ratio - 1:+.1%} is judged on time"
         if ratio != time_ratio:
@@ -269,7 +274,9 @@ def _throttled(
                 f"time changed {time_ratio - 1:+.1%} at {throttling.clock_mhz} MHz against the baseline's "
                 f"{throttling.baseline_clock_mhz} MHz, {ratio - 1:+.1%} adjusted for the clock"
             )
+        described = throttling.describe(clocks_explain=False)
         return verdict, f"{described}, as the baseline's rounds were: the kernel's usual state; {judged}"
+    described = throttling.describe()
     if verdict is not Verdict.SLOWER:
         return verdict, f"{described}; no slowdown despite it"
     clock_ratio = throttling.clock_ratio()
@@ -302,10 +309,10 @@ ROUNDS_REMEDY = (
     "(--kernelperf-against), or a quieter machine"
 )
 PROCESSES_REMEDY = (
-    "its level moves between processes more than its rounds show, which more rounds do not cure: a "
-    "baseline recorded in more processes or on more occasions (--kernelperf-record-processes, "
-    "--kernelperf-add-occasion), its past runs (--kernelperf-history), or pairs with the code it "
-    "replaces (--kernelperf-against)"
+    "most of its uncertainty is how far a level may move between processes and occasions, which more "
+    "rounds do not shrink: a baseline recorded in more processes or on more occasions "
+    "(--kernelperf-record-processes, --kernelperf-add-occasion), a run history (--kernelperf-history), "
+    "or pairs with the code it replaces (--kernelperf-against)"
 )
 PAIRED_REMEDY = "more pairs (--kernelperf-pair-seconds, --kernelperf-max-rounds) or a quieter machine"
 

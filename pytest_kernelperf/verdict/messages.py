@@ -35,7 +35,7 @@ def regression_message(
     return (
         f"performance regression in {result.label} on {result.device}: "
         f"{result.median_ms:.4g} ms vs baseline {base.level_ms:.4g} ms "
-        f"({comparison.change_pct:+.1f}%, practical floor {threshold * 100:g}%).\n"
+        f"({comparison.change()}, practical floor {threshold * 100:g}%).\n"
         f"  evidence: {comparison.evidence()}{spread}.\n"
         f"  method: {result.method}, {result.cache} cache; baseline: {path} (recorded {baseline.recorded}).\n"
         + "".join(f"  {line}\n" for line in details)
@@ -54,7 +54,7 @@ def against_message(result: BenchResult) -> str:
     return (
         f"performance regression in {result.label} on {result.device}: "
         f"{result.median_ms:.4g} ms vs {check.median_ms:.4g} ms at {check.revision} "
-        f"({comparison.change_pct:+.1f}%, practical floor {threshold * 100:g}%).\n"
+        f"({comparison.change()}, practical floor {threshold * 100:g}%).\n"
         f"  evidence: {comparison.evidence()}.\n"
         f"  method: {result.method}, {result.cache} cache; both timed in this process in "
         f"{len(check.rounds_ms)} paired rounds{placed}; {check.where} loaded from {check.commit}{answers}.\n"
