@@ -567,17 +567,29 @@ def test_a_capped_gemm_whose_process_ran_at_a_lower_clock_is_judged_on_clock_adj
 
 
 def test_the_clock_adjustment_is_bounded_and_only_for_the_power_cap() -> None:
-    settings = {"device": DEVICE, "threshold": 0.005, "alpha": 0.01}
     # A clock read of 400 MHz against 1980 excuses no more than the fitted range allows (about 5%).
+    capped = power_capped(400, 1980)
     far = judge(
-        rounds(0.48 * 1.30, 1, 20), rounds(0.48, 2, 40), throttling=power_capped(400, 1980), **settings
-    )  # type: ignore[arg-type]
+        rounds(0.48 * 1.30, 1, 20),
+        rounds(0.48, 2, 40),
+        device=DEVICE,
+        threshold=0.005,
+        alpha=0.01,
+        throttling=capped,
+    )
     assert far.verdict is Verdict.SLOWER
     assert far.ratio == pytest.approx(1.30 / POWER_CAP_CLOCK_RANGE**POWER_CAP_CLOCK_ELASTICITY, rel=0.003)
     # Thermal throttling in run and baseline is judged on time as it is.
     hot = replace(power_capped(1545, 1980), reasons=("software thermal slowdown",))
     hot = replace(hot, baseline_reasons=("software thermal slowdown",))
-    thermal = judge(rounds(0.48 * 1.05, 1, 20), rounds(0.48, 2, 40), throttling=hot, **settings)  # type: ignore[arg-type]
+    thermal = judge(
+        rounds(0.48 * 1.05, 1, 20),
+        rounds(0.48, 2, 40),
+        device=DEVICE,
+        threshold=0.005,
+        alpha=0.01,
+        throttling=hot,
+    )
     assert thermal.verdict is Verdict.SLOWER and thermal.time_ratio is None
 
 
