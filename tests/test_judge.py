@@ -593,6 +593,21 @@ def test_the_clock_adjustment_is_bounded_and_only_for_the_power_cap() -> None:
     assert thermal.verdict is Verdict.SLOWER and thermal.time_ratio is None
 
 
+@pytest.mark.parametrize(
+    ("clock", "read"),
+    [("1980", 1980), ("1980 MHz", None), ("0", None), ("-5", None), ("²", None), ("１９８０", None)],
+)
+def test_a_baselines_clock_and_reasons_are_read_as_recorded_or_not_at_all(
+    clock: str, read: int | None
+) -> None:
+    environment = {"sm_clock_mhz": clock, "throttled": "software power cap,hardware slowdown"}
+    throttling = power_capped(1545, 0).with_baseline(environment)
+    assert throttling.baseline_clock_mhz == read
+    assert throttling.baseline_reasons == ("software power cap", "hardware slowdown")
+    assert power_capped(1545, 0).with_baseline({"throttled": "no"}).baseline_reasons == ()
+    assert power_capped(1545, 0).with_baseline(None).baseline_reasons is None
+
+
 def test_a_slowdown_the_cycles_also_show_is_judged_slower_despite_throttling() -> None:
     hotter = Throttling(("software thermal slowdown",), rounds=5, clock_mhz=1800, baseline_clock_mhz=1980)
     result = judge(

@@ -67,8 +67,15 @@ def test_a_kernel_at_the_power_cap_is_judged_on_time_adjusted_for_the_clock(proj
     project.module(THROTTLED)
     project.monkeypatch.setenv("THROTTLE", "1980")
     project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
-    unchanged = throttled_run(project, ms=1.05, clock_mhz=1545)
+    unchanged = throttled_run(project, "-v", ms=1.05, clock_mhz=1545)
     unchanged.assert_outcomes(passed=1)  # type: ignore[attr-defined]
+    unchanged.stdout.fnmatch_lines(  # type: ignore[attr-defined]
+        [
+            "*PASSED (same -0.1% adjusted for the clock (time +5.0%))*",
+            "*-0.1%~*same*",
+            "~ test_kernels.py::test_kernel: -0.1% adjusted for the clock (time +5.0%)",
+        ]
+    )
     data = json.loads((project.pytester.path / "run.json").read_text())
     comparison = data["results"][0]["comparison"]
     assert data["results"][0]["verdict"] == "same"

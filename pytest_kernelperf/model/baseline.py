@@ -67,7 +67,9 @@ def clock_of(environment: dict[str, str]) -> int | None:
 def throttle_reasons_of(environment: dict[str, str]) -> tuple[str, ...] | None:
     """The throttle reasons an environment recorded (empty: none), None where not recorded."""
     reasons = environment.get(THROTTLED_KEY)
-    return None if reasons is None else tuple(r for r in reasons.split(", ") if r != "no")
+    if reasons is None:
+        return None
+    return tuple(r for r in (part.strip() for part in reasons.split(",")) if r and r != "no")
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,23 @@ VERDICT_STYLE = {
 UNTIMED = (Verdict.CHECKED, Verdict.MISMATCH)
 CACHE_NOTE = "in cache: the call's bytes fit in the device's cache, so % of memory bandwidth does not apply"
 INFERRED_NOTE = "* bytes inferred from the input and output tensors (pass bytes= to state them)"
+CLOCK_MARK = "~"
+
+
+def _clock_adjusted(result: BenchResult) -> bool:
+    return result.comparison is not None and result.comparison.time_ratio is not None
+
+
+def clock_lines(results: Sequence[BenchResult]) -> list[str]:
+    """One line per call whose change is adjusted for the clock (at the power cap in run and
+    baseline, at other clocks): the table's Change is the adjusted one, this says the time's."""
+    return [
+        f"{CLOCK_MARK} {result.label}: {result.comparison.change()}"
+        for result in results
+        if result.comparison is not None and result.comparison.time_ratio is not None
+    ]
+
+
 NEW_NOTE = "new: no baseline for this device and cache mode; record one with --kernelperf-update-baselines"
 TOTAL_ORDER = (
     Verdict.SAME,
@@ -180,7 +197,9 @@ def row_cells(label: str, result: BenchResult, peaks: Mapping[str, Peak]) -> dic
         "Rounds": Cell(f"{result.ci_ms[0]:.4g}-{result.ci_ms[1]:.4g}" if result.ci_ms else ""),
         "Base (ms)": Cell(_ms(against.median_ms) if against and against.timed else ""),
         "Baseline": Cell(_ms(result.baseline_ms) if result.baseline_ms is not None and not against else ""),
-        "Change": Cell(change_text(result.change_pct), style),
+        "Change": Cell(
+            change_text(result.change_pct) + (CLOCK_MARK if _clock_adjusted(result) else ""), style
+        ),
         "Ref (ms)": Cell(_ms(result.ratio.reference_median_ms) if result.ratio else ""),
         "Ratio": ratio_cell(result),
         "GB/s": Cell(f"{fig.gb_per_s:.4g}{'*' if fig.bytes_inferred else ''}" if fig.gb_per_s else ""),
@@ -271,6 +290,7 @@ def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | Non
         lines.append(((NEW_NOTE, "dim"),))
     lines.extend(((line, "dim"),) for line in against_lines(results))
     lines.extend(((line, "warn"),) for line in host_lines(results))
+    lines.extend(((line, "dim"),) for line in clock_lines(results))
     lines.extend(((line, "warn"),) for line in second_measurement_lines(results))
     lines.extend(((line, "warn"),) for line in shift_lines(results))
     overall = totals(results)
@@ -477,6 +497,8 @@ def markdown(
         lines.extend([CACHE_NOTE, ""])
     if any(r.verdict is Verdict.NEW and r.against is None for r in results):
         lines.extend([NEW_NOTE.replace("--", "`--", 1) + "`", ""])
+    for line in clock_lines(results):
+        lines.extend([line.replace(CLOCK_MARK, "\\" + CLOCK_MARK, 1), ""])
     for line in against_lines(results):
         lines.extend([_md(line), ""])
     for line in (*host_lines(results), *second_measurement_lines(results), *shift_lines(results)):
@@ -527,6 +549,11 @@ def properties(result: BenchResult) -> list[tuple[str, object]]:
         "median_ms": result.median_ms,
         "baseline_ms": result.baseline_ms,
         "change_pct": result.change_pct,
+        "time_change_pct": (
+            (result.comparison.time_ratio - 1) * 100
+            if result.comparison is not None and result.comparison.time_ratio is not None
+            else None
+        ),
         "method": result.method,
         "device": result.device if result.verdict not in UNTIMED else None,
         "gb_per_s": result.throughput[0],
@@ -561,9 +588,11 @@ def status_word(user_properties: Iterable[tuple[str, object]]) -> tuple[str, str
     for call, values in calls.items():
         verdict = str(values.get("verdict", ""))
         text = verdict
-        change = values.get("change_pct")
+        change, time_change = values.get("change_pct"), values.get("time_change_pct")
         if isinstance(change, (int, float)):
             text += f" {change:+.1f}%"
+        if isinstance(time_change, (int, float)):
+            text += f" adjusted for the clock (time {time_change:+.1f}%)"
         ratio, limit = values.get("ratio"), values.get("max_ratio")
         if isinstance(ratio, (int, float)) and isinstance(limit, (int, float)):
             text += f", ratio {ratio:#.3g}x {'>' if ratio > limit else '<='} {limit:g}"
