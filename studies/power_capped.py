@@ -85,7 +85,7 @@ def elasticity_points(folders: list[Path]) -> dict[Path, list[tuple[float, float
                     continue
                 throttling, ratio = again.throttling, again.comparison and again.comparison.ratio
                 clock_ratio = throttling.clock_ratio() if throttling else None
-                if throttling and throttling.as_in_baseline() and clock_ratio and ratio:
+                if throttling and throttling.at_power_cap() and clock_ratio and ratio:
                     points[folder].append((math.log(clock_ratio), math.log(ratio)))
         return points
     finally:

@@ -541,56 +541,48 @@ def power_capped(clock_mhz: int, baseline_clock_mhz: int) -> Throttling:
     )
 
 
+def gemm_judged(time_factor: float, throttling: Throttling) -> Comparison:
+    """A 0.48 ms GEMM's 20 rounds, `time_factor` times its baseline's 40, judged under `throttling`
+    (one of a run's two judgements)."""
+    return judge(
+        rounds(0.48 * time_factor, 1, 20),
+        rounds(0.48, 2, 40),
+        device=DEVICE,
+        threshold=0.005,
+        alpha=0.01,
+        planned_judgements=2,
+        throttling=throttling,
+    )
+
+
 def test_a_capped_gemm_whose_process_ran_at_a_lower_clock_is_judged_on_clock_adjusted_time() -> None:
     # An unchanged fp8 GEMM at the power cap, its process at 1545 MHz where the baseline's sat at
     # 1980: +5.7% in time, of which the clock accounts for (1980/1545)^0.2 = +5.1%.
-    settings = {"device": DEVICE, "threshold": 0.005, "alpha": 0.01, "planned_judgements": 2}
     capped = power_capped(1545, 1980)
-    unchanged = judge(rounds(0.48 * 1.057, 1, 20), rounds(0.48, 2, 40), throttling=capped, **settings)  # type: ignore[arg-type]
+    unchanged = gemm_judged(1.057, capped)
     assert unchanged.verdict is Verdict.SAME
     assert unchanged.ratio is not None
     assert unchanged.ratio == pytest.approx(1.057 / (1980 / 1545) ** POWER_CAP_CLOCK_ELASTICITY, rel=0.002)
     adjusted = f"{unchanged.ratio - 1:+.1%} adjusted for the clock"
     assert f"time changed +5.8% at 1545 MHz against the baseline's 1980 MHz, {adjusted}" in unchanged.reason
     # The same GEMM really 10% slower at that clock: +15% in time, still slower once adjusted.
-    slowed = judge(rounds(0.48 * 1.15, 1, 20), rounds(0.48, 2, 40), throttling=capped, **settings)  # type: ignore[arg-type]
-    assert slowed.verdict is Verdict.SLOWER
+    assert gemm_judged(1.15, capped).verdict is Verdict.SLOWER
     # A process at a higher clock than the baseline's hides part of a slowdown; the adjustment shows it.
-    faster_clock = judge(
-        rounds(0.48 * 1.005, 1, 20),
-        rounds(0.48, 2, 40),
-        throttling=power_capped(1980, 1545),
-        **settings,  # type: ignore[arg-type]
-    )
+    faster_clock = gemm_judged(1.005, power_capped(1980, 1545))
     assert faster_clock.verdict is Verdict.SLOWER
     assert faster_clock.ratio == pytest.approx(1.005 * (1980 / 1545) ** POWER_CAP_CLOCK_ELASTICITY, rel=0.002)
 
 
 def test_the_clock_adjustment_is_bounded_and_only_for_the_power_cap() -> None:
     # A clock read of 400 MHz against 1980 excuses no more than the fitted range allows (about 5%).
-    capped = power_capped(400, 1980)
-    far = judge(
-        rounds(0.48 * 1.30, 1, 20),
-        rounds(0.48, 2, 40),
-        device=DEVICE,
-        threshold=0.005,
-        alpha=0.01,
-        throttling=capped,
-    )
+    far = gemm_judged(1.30, power_capped(400, 1980))
     assert far.verdict is Verdict.SLOWER
     assert far.ratio == pytest.approx(1.30 / POWER_CAP_CLOCK_RANGE**POWER_CAP_CLOCK_ELASTICITY, rel=0.003)
     # Thermal throttling in run and baseline is judged on time as it is.
-    hot = replace(power_capped(1545, 1980), reasons=("software thermal slowdown",))
-    hot = replace(hot, baseline_reasons=("software thermal slowdown",))
-    thermal = judge(
-        rounds(0.48 * 1.05, 1, 20),
-        rounds(0.48, 2, 40),
-        device=DEVICE,
-        threshold=0.005,
-        alpha=0.01,
-        throttling=hot,
-    )
-    assert thermal.verdict is Verdict.SLOWER and thermal.time_ratio is None
+    thermal = ("software thermal slowdown",)
+    hot = replace(power_capped(1545, 1980), reasons=thermal, baseline_reasons=thermal)
+    judged = gemm_judged(1.05, hot)
+    assert judged.verdict is Verdict.SLOWER and judged.time_ratio is None
 
 
 @pytest.mark.parametrize(

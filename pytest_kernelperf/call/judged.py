@@ -294,7 +294,6 @@ def enforce(
     # table (results/render.py), one line per call, instead of one warning per test.
 
 
-# The environment key of the throttle reasons a measurement's rounds ran under ("no": none).
 def environment_of(timing: Timing, device: DeviceInfo) -> dict[str, str]:
     """The device's environment and the measurement's SM clock (the median after its rounds)."""
     environment = dict(device.environment)

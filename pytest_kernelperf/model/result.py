@@ -128,9 +128,9 @@ class Throttling:
     def describe(self, clocks_explain: bool = True) -> str:
         """What throttled, and (`clocks_explain`) the most the clocks could account for."""
         slowdown = self.clock_slowdown()
-        clocks = f", clocks account for up to {slowdown:.1%}" if slowdown else ", no clock drop recorded"
-        if not clocks_explain:
-            clocks = ""
+        clocks = ""
+        if clocks_explain:
+            clocks = f", clocks account for up to {slowdown:.1%}" if slowdown else ", no clock drop recorded"
         kept = f" in {self.rounds} round{'s' if self.rounds != 1 else ''}" if self.rounds else ""
         return f"GPU throttled{kept} ({', '.join(self.reasons)}{clocks})"
 
@@ -162,6 +162,11 @@ class Comparison:
     @property
     def change_pct(self) -> float | None:
         return None if self.ratio is None else (self.ratio - 1) * 100
+
+    @property
+    def time_change_pct(self) -> float | None:
+        """The time's change where the judged one is adjusted for the clock, else None."""
+        return None if self.time_ratio is None else (self.time_ratio - 1) * 100
 
     def change(self) -> str:
         """The judged change as a reader sees it: "+5.1%", or "+0.7% adjusted for the clock (time +5.8%)"."""

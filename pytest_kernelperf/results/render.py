@@ -42,23 +42,7 @@ VERDICT_STYLE = {
 UNTIMED = (Verdict.CHECKED, Verdict.MISMATCH)
 CACHE_NOTE = "in cache: the call's bytes fit in the device's cache, so % of memory bandwidth does not apply"
 INFERRED_NOTE = "* bytes inferred from the input and output tensors (pass bytes= to state them)"
-CLOCK_MARK = "~"
-
-
-def _clock_adjusted(result: BenchResult) -> bool:
-    return result.comparison is not None and result.comparison.time_ratio is not None
-
-
-def clock_lines(results: Sequence[BenchResult]) -> list[str]:
-    """One line per call whose change is adjusted for the clock (at the power cap in run and
-    baseline, at other clocks): the table's Change is the adjusted one, this says the time's."""
-    return [
-        f"{CLOCK_MARK} {result.label}: {result.comparison.change()}"
-        for result in results
-        if result.comparison is not None and result.comparison.time_ratio is not None
-    ]
-
-
+CLOCK_MARK = "~"  # a change adjusted for the clock (clock_lines says the time's)
 NEW_NOTE = "new: no baseline for this device and cache mode; record one with --kernelperf-update-baselines"
 TOTAL_ORDER = (
     Verdict.SAME,
@@ -198,7 +182,8 @@ def row_cells(label: str, result: BenchResult, peaks: Mapping[str, Peak]) -> dic
         "Base (ms)": Cell(_ms(against.median_ms) if against and against.timed else ""),
         "Baseline": Cell(_ms(result.baseline_ms) if result.baseline_ms is not None and not against else ""),
         "Change": Cell(
-            change_text(result.change_pct) + (CLOCK_MARK if _clock_adjusted(result) else ""), style
+            change_text(result.change_pct) + (CLOCK_MARK if _time_change_pct(result) is not None else ""),
+            style,
         ),
         "Ref (ms)": Cell(_ms(result.ratio.reference_median_ms) if result.ratio else ""),
         "Ratio": ratio_cell(result),
@@ -369,6 +354,20 @@ def shift_lines(results: Sequence[BenchResult]) -> list[str]:
             )
         lines.append(line)
     return lines
+
+
+def _time_change_pct(result: BenchResult) -> float | None:
+    return None if result.comparison is None else result.comparison.time_change_pct
+
+
+def clock_lines(results: Sequence[BenchResult]) -> list[str]:
+    """One line per call whose change is adjusted for the clock (at the power cap in run and
+    baseline, at other clocks): the table's Change is the adjusted one, this says the time's."""
+    return [
+        f"{CLOCK_MARK} {result.label}: {result.comparison.change()}"
+        for result in results
+        if result.comparison is not None and result.comparison.time_ratio is not None
+    ]
 
 
 def second_measurement_lines(results: Sequence[BenchResult]) -> list[str]:
@@ -549,11 +548,7 @@ def properties(result: BenchResult) -> list[tuple[str, object]]:
         "median_ms": result.median_ms,
         "baseline_ms": result.baseline_ms,
         "change_pct": result.change_pct,
-        "time_change_pct": (
-            (result.comparison.time_ratio - 1) * 100
-            if result.comparison is not None and result.comparison.time_ratio is not None
-            else None
-        ),
+        "time_change_pct": _time_change_pct(result),
         "method": result.method,
         "device": result.device if result.verdict not in UNTIMED else None,
         "gb_per_s": result.throughput[0],

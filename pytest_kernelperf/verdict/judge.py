@@ -194,9 +194,9 @@ def judge(current: Rounds, baseline: Rounds | None, **options: Unpack[JudgeOptio
             f"the {baseline_name} predates rounds (schema 1): its median was judged as a single round "
             f"with the prior noise; {UPDATE_HINT}"
         )
-    time_ratio = test.ratio
-    if throttling is not None:
-        test = _clock_adjusted(test, throttling)
+    time_ratio = None  # the time's ratio, where the test judges time adjusted for the clock
+    if throttling is not None and (adjusted := _clock_adjusted(test, throttling)) is not test:
+        time_ratio, test = test.ratio, adjusted
     ratio = test.ratio
     verdict = _verdict(test, threshold)
     if throttling is not None:
@@ -225,7 +225,7 @@ def judge(current: Rounds, baseline: Rounds | None, **options: Unpack[JudgeOptio
         threshold=threshold,
         alpha=alpha,
         planned_judgements=planned,
-        time_ratio=time_ratio if ratio != time_ratio else None,
+        time_ratio=time_ratio,
     )
 
 
@@ -242,7 +242,7 @@ def _verdict(test: RoundTest, threshold: float) -> Verdict:
 def _clock_adjusted(test: RoundTest, throttling: Throttling) -> RoundTest:
     """Where the baseline ran at the power cap as this run did and both clocks are known, the test of
     time adjusted for how far the clocks sat apart (POWER_CAP_CLOCK_ELASTICITY, the clocks' ratio
-    within POWER_CAP_CLOCK_RANGE); else the test."""
+    within POWER_CAP_CLOCK_RANGE); else the test itself."""
     clock_ratio = throttling.clock_ratio()
     if not throttling.at_power_cap() or clock_ratio is None or clock_ratio == 1:
         return test
@@ -256,7 +256,7 @@ def _clock_adjusted(test: RoundTest, throttling: Throttling) -> RoundTest:
 
 
 def _throttled(
-    verdict: Verdict, test: RoundTest, threshold: float, throttling: Throttling, time_ratio: float
+    verdict: Verdict, test: RoundTest, threshold: float, throttling: Throttling, time_ratio: float | None
 ) -> tuple[Verdict, str]:
     """A throttled measurement's verdict and the note that says why. A baseline that ran under the
     same throttling (a heavy GEMM at the power cap in every process) judges the time as it is, adjusted
@@ -269,7 +269,7 @@ def _throttled(
     ratio = test.ratio
     if throttling.as_in_baseline():
         judged = f"the change of {ratio - 1:+.1%} is judged on time"
-        if ratio != time_ratio:
+        if time_ratio is not None:
             judged = (
                 f"time changed {time_ratio - 1:+.1%} at {throttling.clock_mhz} MHz against the baseline's "
                 f"{throttling.baseline_clock_mhz} MHz, {ratio - 1:+.1%} adjusted for the clock"
