@@ -15,7 +15,7 @@ from pytest_kernelperf.verdict.judgement import (
     failures,
     judge_measurement,
     noise_priors,
-    planned_judgements,
+    suite_judgements,
 )
 
 
@@ -51,18 +51,17 @@ def test_failures(
     assert failures(result, strict=strict, update=update) == expected
 
 
-def test_planned_judgements_count_the_entries_the_planned_tests_meet_on_the_device() -> None:
-    entries = [
-        ("t.py", EntryKey("test_a", "gpu", "hot")),
-        ("t.py", EntryKey("test_a", "gpu", "cold")),
-        ("t.py", EntryKey("test_b::first", "gpu", "hot")),  # a named call of a planned test
-        ("t.py", EntryKey("test_c", "gpu", "hot")),  # not planned
-        ("u.py", EntryKey("test_a", "gpu", "hot")),  # another module's test_a
-        ("t.py", EntryKey("test_a", "other", "hot")),  # another device
+def test_m_counts_every_entry_of_the_suite_on_the_device_whatever_is_selected() -> None:
+    keys = [
+        EntryKey("test_a", "gpu", "hot"),
+        EntryKey("test_a", "gpu", "cold"),
+        EntryKey("test_b::first", "gpu", "hot"),
+        EntryKey("test_c", "gpu", "hot"),  # a test this run may not select: it still counts
+        EntryKey("test_a", "other", "hot"),  # another device
     ]
-    planned = {("t.py", "test_a"), ("t.py", "test_b")}
-    assert planned_judgements(entries, planned, "gpu") == 3
-    assert planned_judgements(entries, planned, "none") == 1  # at least one
+    assert suite_judgements(keys, "gpu") == 4
+    assert suite_judgements(keys, "other") == 1
+    assert suite_judgements(keys, "none") == 1  # at least one
 
 
 def test_the_prior_pools_device_time_and_host_latency_per_device() -> None:

@@ -189,7 +189,7 @@ def test_two(kernel_bench):
 """
 
 
-def test_the_level_is_alpha_over_the_baseline_entries_of_the_tests_that_run(project: Project) -> None:
+def test_the_level_is_alpha_over_the_suites_entries_whichever_tests_run(project: Project) -> None:
     project.module(TWO_TESTS)
     project.run("--kernelperf-update-baselines").assert_outcomes(passed=2)
     project.run("--kernelperf", "--kernelperf-json=all.json").assert_outcomes(passed=2)
@@ -198,4 +198,15 @@ def test_the_level_is_alpha_over_the_baseline_entries_of_the_tests_that_run(proj
     assert {r["comparison"]["planned_judgements"] for r in every} == {3}
     assert every[0]["comparison"]["level"] == 0.01 / 3
     only = json.loads((project.pytester.path / "one.json").read_text())["results"]
-    assert only[0]["comparison"]["planned_judgements"] == 1
+    # Re-run alone, test_two is judged at the level it had in the full run, not at m = 1.
+    assert only[0]["comparison"]["planned_judgements"] == 3
+    assert only[0]["comparison"]["level"] == every[-1]["comparison"]["level"]
+
+
+def test_a_test_picked_by_node_id_counts_the_other_modules_entries_too(project: Project) -> None:
+    project.module(TWO_TESTS)
+    project.module(TWO_TESTS, name="test_more")
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=4)
+    project.run("--kernelperf", "test_more.py::test_two", "--kernelperf-json=one.json").assert_outcomes(passed=1)
+    only = json.loads((project.pytester.path / "one.json").read_text())["results"]
+    assert only[0]["comparison"]["planned_judgements"] == 6

@@ -105,6 +105,19 @@ class BaselineStore:
             raise found
         return found
 
+    def suite(self) -> list[tuple[Path, EntryKey, BaselineEntry]]:
+        """Every readable entry of every baseline file under the folder: the suite a judgement
+        belongs to, whichever of its tests a run selects. Unreadable files are left out (their
+        tests fail with their error)."""
+        found = []
+        for path in sorted(self.folder.rglob("*.yaml")) if self.folder.is_dir() else []:
+            try:
+                entries = self.entries(path)
+            except BaselineError:
+                continue
+            found.extend((path, key, entry) for key, entry in entries.items())
+        return found
+
     def lookup(self, path: Path, key: EntryKey) -> BaselineEntry | None:
         self._used.setdefault(path, set()).add(key)
         return self.entries(path).get(key)

@@ -48,7 +48,7 @@ from pytest_kernelperf.verdict.judgement import (
     failures,
     judge_measurement,
     noise_priors,
-    planned_judgements,
+    suite_judgements,
 )
 
 from .changepoints import attribute
@@ -142,8 +142,7 @@ def judge_against(
     common = [k for k in goods.records if k in cands.records]
     entries = {k: goods.entry(k) for k in common}
     priors = noise_priors((k[2], e) for k, e in entries.items() if e is not None)
-    stored = [(_module_test(k)[0], EntryKey(_module_test(k)[1], k[2], k[3])) for k in common]
-    planned = {_module_test(k) for k in common}
+    stored = [EntryKey(_module_test(k)[1], k[2], k[3]) for k in common]
     out: dict[Key, BenchResult] = {}
     for key in common:
         record, card = cands.records[key]
@@ -151,7 +150,7 @@ def judge_against(
             threshold=threshold,
             alpha=goods.setting("alpha"),
             host_threshold=goods.setting("host_threshold"),
-            planned_judgements=planned_judgements(stored, planned, key[2]),
+            planned_judgements=suite_judgements(stored, key[2]),
             prior=priors.get(key[2]),
             baseline_name="GOOD",
         )

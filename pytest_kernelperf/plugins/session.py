@@ -18,13 +18,13 @@ from pytest_kernelperf.call.context import CallRun, Devices, Host, RunJudgement
 from pytest_kernelperf.call.counterpart import RevisionLookup
 from pytest_kernelperf.call.replay import Replay
 from pytest_kernelperf.kernel_bench import KernelBench
-from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, split_nodeid
+from pytest_kernelperf.model.baseline import EntryKey, split_nodeid
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.model.result import BenchResult
 from pytest_kernelperf.plugins.progress import Progress
 from pytest_kernelperf.results.cost import RunClock
 from pytest_kernelperf.settings import Settings
-from pytest_kernelperf.verdict.judgement import PastRuns, against_judgements, noise_priors, planned_judgements
+from pytest_kernelperf.verdict.judgement import PastRuns, against_judgements, noise_priors, suite_judgements
 from pytest_kernelperf.verdict.prior import NoisePrior
 
 if TYPE_CHECKING:
@@ -145,26 +145,29 @@ class KernelperfSession:
             history.close()
 
     def baseline_set(self, device: str) -> tuple[NoisePrior, int]:
-        """For one device: the round noise pooled from the baseline entries of this run's test
-        modules, and how many of those entries this run's tests will be judged against (the m of
-        alpha / m; at least 1). Read once per device, on the first judgement."""
+        """For one device: the round noise pooled from the suite's baseline entries on it, and how
+        many judgements the run's level alpha / m is shared among (at least 1). Both come from the
+        whole baseline set, not from the tests this run selected, so that a test judged alone gets
+        the verdict it would get in the full run. Read once per device, on the first judgement."""
         if device not in self._baseline_sets:
-            planned = {split_nodeid(nodeid) for nodeid in self.planned_tests}
-            entries: list[tuple[str, EntryKey, BaselineEntry]] = []
-            for module in dict.fromkeys(split_nodeid(nodeid)[0] for nodeid in self.planned_tests):
-                try:
-                    found = self.store.entries(self.store.path_for(module))
-                except BaselineError:
-                    continue  # the tests of that file fail with its error
-                entries.extend((module, key, entry) for key, entry in found.items() if key.device == device)
-            prior = noise_priors((device, entry) for _, _, entry in entries).get(device, NoisePrior())
-            m = planned_judgements(((module, key) for module, key, _ in entries), planned, device)
+            entries = [(key, entry) for _, key, entry in self.store.suite() if key.device == device]
+            prior = noise_priors((device, entry) for _, entry in entries).get(device, NoisePrior())
+            m = suite_judgements((key for key, _ in entries), device)
             if self.against is not None:
                 # Every planned test is judged, with or without a baseline: each once, or as many
                 # times as it has stored entries (a test with several named calls judges each).
-                m = max(m, against_judgements(((module, key) for module, key, _ in entries), planned))
+                planned = {split_nodeid(nodeid) for nodeid in self.planned_tests}
+                modules = dict.fromkeys(module for module, _ in planned)
+                stored = [(module, key) for module in modules for key in self._entries_of(module)]
+                m = max(m, against_judgements(stored, planned))
             self._baseline_sets[device] = (prior, m)
         return self._baseline_sets[device]
+
+    def _entries_of(self, module: str) -> list[EntryKey]:
+        try:
+            return list(self.store.entries(self.store.path_for(module)))
+        except BaselineError:
+            return []  # the tests of that file fail with its error
 
     def _cached_device_info(self, kind: str) -> DeviceInfo:
         if kind not in self._device_cache:

@@ -27,7 +27,7 @@ from pytest_kernelperf.verdict.judgement import (
     Measured,
     judge_measurement,
     noise_priors,
-    planned_judgements,
+    suite_judgements,
 )
 from pytest_kernelperf.verdict.memory import judge_memory
 
@@ -117,12 +117,11 @@ def judge_run(
 ) -> list[BenchResult]:
     """NEW's results judged against baseline entries, as a pytest run would judge them
     (verdict/judgement.py): the noise prior pooled from the entries per device, the level alpha / m
-    with m the entries NEW's timed results will be judged against. Threshold and alpha: the ones
+    with m every baseline entry on the result's device (the suite, as a run counts it). Threshold and alpha: the ones
     given, else those each result was judged with, else NEW's run settings. Check-only results are
     returned as they are."""
     priors = noise_priors((device, entry) for (_, _, device, _), entry in baselines.items())
-    planned_tests = {_test_of(r) for r in new.results if _timed(r)}
-    stored = [(module, EntryKey(test, device, cache)) for module, test, device, cache in baselines]
+    stored = [EntryKey(test, device, cache) for _, test, device, cache in baselines]
     judged = []
     for result in new.results:
         if not _timed(result):  # checked only: nothing to compare
@@ -138,7 +137,7 @@ def judge_run(
             host_threshold=judged_setting(
                 "host_threshold", recorded=host.threshold if host else None, run=recorded
             ),
-            planned_judgements=planned_judgements(stored, planned_tests, result.device),
+            planned_judgements=suite_judgements(stored, result.device),
             prior=priors.get(result.device),
             baseline_name=source,
         )

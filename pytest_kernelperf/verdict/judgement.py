@@ -6,7 +6,7 @@ A pytest run (kernel_bench.py), saved-run compare (results/saved_runs.py) and bi
 * `JudgementContext`: what a judgement is made with (threshold, alpha, the host-latency threshold,
   the planned judgements m of the level alpha / m, the noise prior, the kernel's past rounds);
 * `PastRuns`: which past runs in the run history teach a kernel's between-process noise;
-* `noise_priors` pools the prior from a baseline set, `planned_judgements` counts m: one rule each;
+* `noise_priors` pools the prior from a baseline set, `suite_judgements` counts m: one rule each;
 * `judge_measurement` judges a measurement's stored metrics (device time and host latency) against
   its baseline entry; `judge_pair` judges its rounds against another revision's, timed in the same
   process (`--kernelperf-against`), and `pairs_needed` says how many pairs it should have;
@@ -88,19 +88,12 @@ def noise_priors(entries: Iterable[tuple[str, BaselineEntry]]) -> dict[str, Nois
     return priors
 
 
-def planned_judgements(
-    entries: Iterable[tuple[str, EntryKey]], planned: Collection[tuple[str, str]], device: str
-) -> int:
-    """m of the level alpha / m on `device`: how many baseline entries (module, key) on it the
-    planned tests (module, test id) will be judged against, at least 1. An entry counts when its
-    test id, or the test its `::name` belongs to, is a planned test of its module."""
-    count = 0
-    for module, key in entries:
-        if key.device != device:
-            continue
-        if (module, key.test) in planned or (module, key.test.rpartition("::")[0]) in planned:
-            count += 1
-    return max(1, count)
+def suite_judgements(keys: Iterable[EntryKey], device: str) -> int:
+    """m of the level alpha / m on `device`: every entry of the suite's baseline set on it, at least
+    1, whichever tests a run selects. A test re-run alone (`-k`, `--lf`, a node id) is judged at the
+    level it had in the full run: counting only the selected tests' entries would make it the more
+    lenient (m = 3 puts z at 2.71 instead of 3.48 for m = 40) exactly when a user checks it."""
+    return max(1, sum(1 for key in keys if key.device == device))
 
 
 def against_judgements(entries: Iterable[tuple[str, EntryKey]], planned: Collection[tuple[str, str]]) -> int:
