@@ -247,6 +247,14 @@ OPTIONS: tuple[Option, ...] = (
         flag=True,
     ),
     Option(
+        "allow_undetermined",
+        False,
+        "with --kernelperf-against, an undetermined pair passes; by default it fails its test, since "
+        "the pull-request gate could not see a change as small as the threshold",
+        _bool,
+        flag=True,
+    ),
+    Option(
         "threshold",
         0.005,
         "practical floor: a significant change must also exceed this to count as slower or faster, as "
@@ -510,6 +518,7 @@ class Settings:
     against_timeout: float = DEFAULTS["against_timeout"]
     prune: bool = DEFAULTS["prune"]
     strict: bool = DEFAULTS["strict"]
+    allow_undetermined: bool = DEFAULTS["allow_undetermined"]
     threshold: float = DEFAULTS["threshold"]
     alpha: float = DEFAULTS["alpha"]
     host_threshold: float = DEFAULTS["host_threshold"]

@@ -877,3 +877,14 @@ def test_pair_seconds_bounds_the_pairs_drawn_beyond_the_planned_ones(
     run(pytester, "--kernelperf-against", "HEAD").assert_outcomes(passed=2)
     marked = {name: len(r["against"]["rounds_ms"]) for name, r in results(pytester).items()}
     assert marked == {"test_double": 5, "test_steady": topped_up["test_steady"]}
+
+
+def test_an_undetermined_pair_fails_the_gate_unless_allowed(pytester: pytest.Pytester, repo: Path) -> None:
+    # Rounds 30% apart: no pair count within the cap can see 0.5%, so the pair is undetermined.
+    (repo / "conftest.py").write_text(scripted_conftest(round_sd=0.3))
+    options = ("--kernelperf-against", "HEAD", "--kernelperf-max-rounds=1", "-k", "test_double")
+    failed = run(pytester, *options)
+    failed.assert_outcomes(failed=1)
+    assert results(pytester)["test_double"]["verdict"] == "undetermined"
+    assert "fails a pair that could not see a change as small as its threshold" in failed.stdout.str()
+    run(pytester, *options, "--kernelperf-allow-undetermined").assert_outcomes(passed=1)

@@ -7,6 +7,9 @@ import re
 from conftest import Project
 from reportkit import mixed_verdicts, setup, times
 
+from pytest_kernelperf.model.result import BenchResult, Comparison, Verdict
+from pytest_kernelperf.results import render
+
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -20,14 +23,14 @@ def test_table_grouped_by_module_and_test_with_one_line_total(project: Project) 
             "test_kernels.py",
             "  test_param (Test CPU, scripted, hot cache)",
             "    Method  Time (ms)  Rounds*Baseline*Change*GB/s*% peak*Verdict",
-            "    a       1 * 1-1 * 1 * +0.0%  *  same",
+            "    a       1 * 1-1 * 1 * +0.0%  *  same ±3.6%",
             "    b       4 * 4-4 * 1 * +300.0%  *  slower",
             "    c       0.5 * 0.5-0.5 * 1 * -50.0%  *  faster",
             "    d       1 * new",
             "  test_named (Test CPU, scripted, hot cache)",
             "    Method  Time (ms)*GB/s*TFLOP/s*",
-            "    first   1 *8.[34]*  8%*same",
-            "    second  1 *16.[78]*  17%*1.07*same",
+            "    first   1 *8.[34]*  8%*same ±3.6%",
+            "    second  1 *16.[78]*  17%*1.07*same ±3.6%",
             "* bytes inferred from the input and output tensors*",
             "new: no baseline for this device and cache mode*",
             "kernelperf: 3 same, 1 slower, 1 faster, 1 new",
@@ -72,3 +75,30 @@ def test_checked_only_run_lists_checked_results(project: Project) -> None:
     result = project.run("-v", "--color=no")
     result.assert_outcomes(passed=5)
     result.stdout.fnmatch_lines(["*test_param?a? PASSED (checked)*", "kernelperf: 6 checked"])
+
+
+def _judged(test: str, verdict: Verdict, level_ms: float, detectable: float) -> BenchResult:
+    comparison = Comparison(verdict, ratio=1.0, threshold=0.005, detectable=detectable)
+    return BenchResult(
+        f"t.py::{test}", None, "gpu", verdict, median_ms=level_ms, baseline_ms=level_ms, comparison=comparison
+    )
+
+
+def test_a_same_shows_what_it_could_see_where_that_is_beyond_the_threshold() -> None:
+    assert render.verdict_text(_judged("test_a", Verdict.SAME, 0.2, 0.041)) == "same ±4.1%"
+    assert render.verdict_text(_judged("test_a", Verdict.SAME, 0.2, 0.004)) == "same"  # saw the threshold
+    assert render.verdict_text(_judged("test_a", Verdict.SLOWER, 0.2, 0.041)) == "slower"
+
+
+def test_the_summary_says_per_size_class_what_the_run_could_detect_and_what_was_not_gated() -> None:
+    results = [
+        _judged("test_small", Verdict.SAME, 0.002, 0.02),
+        _judged("test_mid", Verdict.SAME, 0.3, 0.03),
+        _judged("test_big", Verdict.SAME, 0.5, 0.05),
+        _judged("test_blind", Verdict.UNDETERMINED, 0.4, 0.12),
+    ]
+    assert render.resolution_lines(results) == [
+        "smallest slowdown this run could detect (95% power; threshold 0.5%): "
+        "1 us-10 us: 1 call, median 2%, worst 2%; 100 us-1 ms: 3 calls, median 5%, worst 12%",
+        "not gated: 1 undetermined (t.py::test_blind)",
+    ]

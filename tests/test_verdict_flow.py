@@ -207,6 +207,8 @@ def test_a_test_picked_by_node_id_counts_the_other_modules_entries_too(project: 
     project.module(TWO_TESTS)
     project.module(TWO_TESTS, name="test_more")
     project.run("--kernelperf-update-baselines").assert_outcomes(passed=4)
-    project.run("--kernelperf", "test_more.py::test_two", "--kernelperf-json=one.json").assert_outcomes(passed=1)
+    project.run("--kernelperf", "test_more.py::test_two", "--kernelperf-json=one.json").assert_outcomes(
+        passed=1
+    )
     only = json.loads((project.pytester.path / "one.json").read_text())["results"]
     assert only[0]["comparison"]["planned_judgements"] == 6

@@ -109,7 +109,7 @@ class BaselineStore:
         """Every readable entry of every baseline file under the folder: the suite a judgement
         belongs to, whichever of its tests a run selects. Unreadable files are left out (their
         tests fail with their error)."""
-        found = []
+        found: list[tuple[Path, EntryKey, BaselineEntry]] = []
         for path in sorted(self.folder.rglob("*.yaml")) if self.folder.is_dir() else []:
             try:
                 entries = self.entries(path)

@@ -56,6 +56,7 @@ from pytest_kernelperf.verdict.messages import (
     regression_message,
     strictly_not_judged,
     timing_failed,
+    undetermined_pair,
 )
 from pytest_kernelperf.verdict.ratio import check_ratio
 
@@ -269,7 +270,10 @@ def enforce(
     and a call not judged said."""
     __tracebackhide__ = True
     baseline, path, defer = measurement.baseline, measurement.path, run.host.defer
-    found = failures(result, strict=run.settings.strict, update=run.settings.update)
+    settings = run.settings
+    found = failures(
+        result, strict=settings.strict, update=settings.update, allow_undetermined=settings.allow_undetermined
+    )
     if Failure.MAX_RATIO in found:
         assert result.ratio is not None and result.median_ms is not None
         defer(ratio_message(result.label, result.device, result.median_ms, result.ratio))
@@ -288,6 +292,8 @@ def enforce(
         why = not_judged(result, path, run.settings.cache)
         if Failure.NOT_JUDGED in found:
             defer(strictly_not_judged(why))
+        elif Failure.UNDETERMINED in found:
+            defer(undetermined_pair(why))
         if result.verdict is not Verdict.NEW:  # never silently: new is counted in the summary
             run.host.warn(why)
     # A slower launch path (host latency) never fails a test: it is listed under the summary

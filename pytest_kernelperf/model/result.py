@@ -163,6 +163,17 @@ class Comparison:
     def change_pct(self) -> float | None:
         return None if self.ratio is None else (self.ratio - 1) * 100
 
+    def resolution(self) -> float | None:
+        """What a `same` (or `undetermined`) could see: its smallest detectable slowdown, where that
+        lies beyond the threshold; None where the verdict saw the threshold itself, or judged a
+        change. A `same` at 4% promises "not more than about 4% slower", not the 0.5% the threshold
+        says, and a reader must be told."""
+        if self.verdict not in (Verdict.SAME, Verdict.UNDETERMINED) or self.detectable is None:
+            return None
+        if self.threshold is not None and self.detectable <= self.threshold:
+            return None
+        return self.detectable
+
     @property
     def time_change_pct(self) -> float | None:
         """The time's change where the judged one is adjusted for the clock, else None."""

@@ -10,6 +10,7 @@ honours `--color` and plain terminals, and markdown onto bold text.
 from __future__ import annotations
 
 import re
+import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from pytest_kernelperf.model.result import MEASURED_TWICE, BenchResult, Verdict
 from pytest_kernelperf.profiling import ncu_diff
 from pytest_kernelperf.results.throughput import Figures, figures
 from pytest_kernelperf.verdict.memory import memory_text
+from pytest_kernelperf.verdict.noise import size_class
 from pytest_kernelperf.verdict.shift import device_shifts
 
 _PARAMS = re.compile(r"\[(?P<param>.*)\]$")
@@ -138,8 +140,16 @@ _ALWAYS = ("Method", "Time (ms)", "Verdict")
 _SHARED = ("Device", "Timer", "Cache")
 
 
+def percent(fraction: float) -> str:
+    """A relative figure as a reader takes it in: 4.1%, 12%, 0.71%."""
+    return f"{fraction * 100:.2g}%"
+
+
 def verdict_text(result: BenchResult) -> str:
     text = str(result.verdict)
+    resolution = result.comparison.resolution() if result.comparison is not None else None
+    if resolution is not None:
+        text += f" ±{percent(resolution)}"
     if result.verdict in UNTIMED and result.notes:
         text += f" ({result.notes[0]})"
     elif (
@@ -273,6 +283,7 @@ def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | Non
         lines.append(((CACHE_NOTE, "dim"),))
     if any(r.verdict is Verdict.NEW and r.against is None for r in results):
         lines.append(((NEW_NOTE, "dim"),))
+    lines.extend(((line, "dim"),) for line in resolution_lines(results))
     lines.extend(((line, "dim"),) for line in against_lines(results))
     lines.extend(((line, "warn"),) for line in host_lines(results))
     lines.extend(((line, "dim"),) for line in clock_lines(results))
@@ -281,6 +292,35 @@ def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | Non
     overall = totals(results)
     worst = "bad" if any(_failing(r) for r in results) else ""
     lines.append((("kernelperf: ", "bold"), (overall, worst or "bold")))
+    return lines
+
+
+def resolution_lines(results: Sequence[BenchResult]) -> list[str]:
+    """What the run could see, per size class of the kernels it judged: the smallest slowdown each
+    judgement would have caught (95% power), against the threshold; and which calls were not gated
+    (undetermined). A `same` column reads "unchanged" only as far as this line says."""
+    by_class: dict[tuple[float, str], list[float]] = {}
+    threshold = None
+    for result in results:
+        comparison = result.comparison
+        level = result.baseline_ms or result.median_ms
+        if comparison is None or comparison.detectable is None or not level or result.verdict in UNTIMED:
+            continue
+        size = size_class(level)
+        by_class.setdefault((size.low_ms, size.label), []).append(comparison.detectable)
+        threshold = comparison.threshold if threshold is None else threshold
+    if not by_class:
+        return []
+    parts = []
+    for (_, label), seen in sorted(by_class.items()):
+        calls = f"{len(seen)} call{'s' if len(seen) != 1 else ''}"
+        median, worst = percent(statistics.median(seen)), percent(max(seen))
+        parts.append(f"{label}: {calls}, median {median}, worst {worst}")
+    floor = f"; threshold {percent(threshold)}" if threshold is not None else ""
+    lines = [f"smallest slowdown this run could detect (95% power{floor}): " + "; ".join(parts)]
+    undetermined = [r.label for r in results if r.verdict is Verdict.UNDETERMINED]
+    if undetermined:
+        lines.append(f"not gated: {len(undetermined)} undetermined ({', '.join(undetermined)})")
     return lines
 
 
@@ -498,7 +538,7 @@ def markdown(
         lines.extend([NEW_NOTE.replace("--", "`--", 1) + "`", ""])
     for line in clock_lines(results):
         lines.extend([line.replace(CLOCK_MARK, "\\" + CLOCK_MARK, 1), ""])
-    for line in against_lines(results):
+    for line in (*resolution_lines(results), *against_lines(results)):
         lines.extend([_md(line), ""])
     for line in (*host_lines(results), *second_measurement_lines(results), *shift_lines(results)):
         lines.extend([_md(line), ""])

@@ -117,9 +117,9 @@ def judge_run(
 ) -> list[BenchResult]:
     """NEW's results judged against baseline entries, as a pytest run would judge them
     (verdict/judgement.py): the noise prior pooled from the entries per device, the level alpha / m
-    with m every baseline entry on the result's device (the suite, as a run counts it). Threshold and alpha: the ones
-    given, else those each result was judged with, else NEW's run settings. Check-only results are
-    returned as they are."""
+    with m every baseline entry on the result's device (the suite, as a run counts it). Threshold
+    and alpha: the ones given, else those each result was judged with, else NEW's run settings.
+    Check-only results are returned as they are."""
     priors = noise_priors((device, entry) for (_, _, device, _), entry in baselines.items())
     stored = [EntryKey(test, device, cache) for _, test, device, cache in baselines]
     judged = []

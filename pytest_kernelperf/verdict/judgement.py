@@ -238,16 +238,22 @@ class Failure(str, enum.Enum):
     SLOWER = "slower"  # significantly slower than its baseline, beyond the threshold
     MAX_RATIO = "max_ratio"  # slower than its reference beyond kernel_bench(max_ratio=)
     NOT_JUDGED = "not judged"  # new, incomparable or unreliable, under --kernelperf-strict
+    UNDETERMINED = "undetermined"  # the pull-request gate could not see the threshold
     MEMORY = "memory"  # peak device memory grew beyond memory_threshold
 
     def __str__(self) -> str:
         return self.value
 
 
-def failures(result: BenchResult, *, strict: bool = False, update: bool = False) -> list[Failure]:
+def failures(
+    result: BenchResult, *, strict: bool = False, update: bool = False, allow_undetermined: bool = False
+) -> list[Failure]:
     """Why `result` fails, in order; empty when it passes. The ratio to a reference is a property of
     the code, not of a baseline: it fails updates too. A slower launch path (host latency) never
-    fails: it is listed under the summary table instead."""
+    fails: it is listed under the summary table instead. A pair against another revision that
+    could not see a change as small as the threshold (`undetermined`) fails unless
+    `allow_undetermined`: the pull-request gate exists to see small changes, and a pass that saw
+    nothing would read as "checked, unchanged"."""
     found = []
     if result.ratio is not None and result.ratio.exceeded:
         found.append(Failure.MAX_RATIO)
@@ -259,4 +265,6 @@ def failures(result: BenchResult, *, strict: bool = False, update: bool = False)
         found.append(Failure.SLOWER)
     if strict and result.verdict in NOT_JUDGED:
         found.append(Failure.NOT_JUDGED)
+    elif result.verdict is Verdict.UNDETERMINED and result.against is not None and not allow_undetermined:
+        found.append(Failure.UNDETERMINED)
     return found

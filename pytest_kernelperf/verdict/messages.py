@@ -90,6 +90,14 @@ def not_judged(result: BenchResult, path: Path, cache: str) -> str:
     return f"{result.label} on {result.device} not compared ({result.verdict}): {reason}"
 
 
+def undetermined_pair(why: str) -> str:
+    """A pair against another revision that could not see the threshold, failed by the gate."""
+    return (
+        f"{why}; the pull-request gate (--kernelperf-against) fails a pair that could not see a change "
+        "as small as its threshold (pass it with --kernelperf-allow-undetermined)"
+    )
+
+
 def strictly_not_judged(why: str) -> str:
     """A call not judged, failed by --kernelperf-strict."""
     return f"{why}, and --kernelperf-strict fails every verdict that is not a judgement"
