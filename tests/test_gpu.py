@@ -25,16 +25,22 @@ def gelu_target(elements: int) -> Target:
     return Target(lambda: torch.nn.functional.gelu(x, approximate="tanh"), fingerprint("cuda"))
 
 
-def test_methods_agree_on_a_large_kernel() -> None:
-    # At 2^26 elements the kernel runs ~0.13 ms: launch overhead is small, all methods see it.
-    target = gelu_target(1 << 26)
+def test_methods_agree_on_a_large_kernel_beyond_the_events_launch_path() -> None:
+    # CUPTI and graph replay time the kernel on the device. Events around each call also hold the
+    # launch path (the host's time from the start event to the kernel's arrival), a fixed cost per
+    # call rather than a share: on H200s 10-21 us beside a 0.13 ms GELU (8-16%), and about 28 us,
+    # all of it, beside a 1 us one (studies/timer_agreement.py, docs/results/). So events may exceed
+    # CUPTI by what a tiny kernel's events measure, and the device timers agree in proportion.
+    large, tiny = gelu_target(1 << 26), gelu_target(1 << 10)
     plan = sampling_plan(max_time_s=0.3)
     medians = {
-        timer.method: timer.measure(target, plan).device_time.summary.median_ms
+        timer.method: timer.measure(large, plan).device_time.summary.median_ms
         for timer in (CudaEventTimer(), CudaGraphTimer(), CuptiTimer())
     }
-    low, high = min(medians.values()), max(medians.values())
-    assert high / low < 1.15, medians
+    launch_path_ms = CudaEventTimer().measure(tiny, plan).device_time.summary.median_ms
+    assert abs(medians["cuda-graph"] / medians["cupti"] - 1) < 0.05, medians
+    excess_ms = medians["cuda-event"] - medians["cupti"]
+    assert -0.02 * medians["cupti"] < excess_ms < 1.5 * launch_path_ms, (medians, launch_path_ms)
 
 
 def test_cupti_sees_kernel_time_below_launch_overhead() -> None:

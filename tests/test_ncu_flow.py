@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from conftest import KERNEL_MODULE, Project
 
+from pytest_kernelperf.profiling import ncu as ncu_module
+
 DATA = Path(__file__).resolve().parent / "data"
 BASE_CSV = DATA / "ncu_raw.csv"
 REGRESSED_CSV = DATA / "ncu_raw_regressed.csv"
@@ -185,8 +187,10 @@ def test_what_holds_for_the_whole_run_is_said_once_and_the_verdict_stands(
 ) -> None:
     ncu.project.module(TWO_TESTS)
     ncu.run("--kernelperf-update-baselines")
-    if mode == "absent":
+    if mode == "absent":  # nowhere to be found, on a GPU machine's CUDA install either
         ncu.project.monkeypatch.setenv("PATH", str(tmp_path))
+        ncu.project.monkeypatch.delenv("CUDA_HOME", raising=False)
+        ncu.project.monkeypatch.setattr(ncu_module, "DEFAULT_CUDA_ROOT", str(tmp_path))
     result = ncu.run("--kernelperf", "--kernelperf-ncu", mode=mode, ms=2.0)
     result.assert_outcomes(failed=2)
     out = result.stdout.str()

@@ -249,7 +249,8 @@ def test_odd_test_ids_stay_inside_the_baseline_folder_and_round_trip(project: Pr
     created = {p for p in set(project.pytester.path.rglob("*")) - before if not p.is_relative_to(artefacts)}
     folder = project.pytester.path / "baselines"
     assert {p for p in created if p.is_file() and "__pycache__" not in p.parts} == {project.baseline_file}
-    assert all(p == folder or p.is_relative_to(folder) or "__pycache__" in p.parts for p in created)
+    stray = [p for p in created if not (p == folder or p.is_relative_to(folder) or "__pycache__" in p.parts)]
+    assert not stray, stray
     tests = {key.test for key in read(project.baseline_file)}
     assert "test_odd[é漢]" in tests and "test_odd[x::y]" in tests and "test_odd[a/b]::k/../x" in tests
     result = project.run("--kernelperf")

@@ -131,12 +131,15 @@ def with_counters(profiled: CallProfile | None, reading: CounterReading) -> Call
     )
 
 
+DEFAULT_CUDA_ROOT = "/usr/local/cuda"
+
+
 def find_ncu() -> str | None:
     """The ncu executable: on PATH, else in $CUDA_HOME/bin or /usr/local/cuda/bin."""
     found = shutil.which("ncu")
     if found:
         return found
-    for root in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+    for root in (os.environ.get("CUDA_HOME"), DEFAULT_CUDA_ROOT):
         if root and os.access(Path(root) / "bin" / "ncu", os.X_OK):
             return str(Path(root) / "bin" / "ncu")
     return None
