@@ -86,6 +86,9 @@ class RunJudgement:
     noise_prior: Callable[[str], NoisePrior] = lambda device: NoisePrior()
     planned_judgements: Callable[[str], int] = lambda device: 1
     past_rounds: Callable[[PastRuns], Sequence[Sequence[float]] | None] = lambda key: None
+    # The verdicts of a measurement's newest past runs (PastRuns' series, at most this many), newest
+    # first; None without a history.
+    past_verdicts: Callable[[PastRuns, int], Sequence[str] | None] = lambda key, limit: None
 
 
 @dataclass(frozen=True)

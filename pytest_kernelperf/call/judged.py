@@ -27,6 +27,7 @@ from pytest_kernelperf.model.baseline import (
 from pytest_kernelperf.model.device import CARD_KEY, DeviceInfo
 from pytest_kernelperf.model.result import (
     MEASURED_TWICE,
+    NOT_GATED,
     NOT_JUDGED,
     BenchResult,
     MemoryCheck,
@@ -41,11 +42,13 @@ from pytest_kernelperf.profiling.envdiff import differences
 from pytest_kernelperf.profiling.explain import regression_details
 from pytest_kernelperf.verdict import stats
 from pytest_kernelperf.verdict.judgement import (
+    PERSISTENT_UNDETERMINED_RUNS,
     Failure,
     Measured,
     PastRuns,
     failures,
     judge_measurement,
+    persistently_undetermined,
     remeasure_wanted,
 )
 from pytest_kernelperf.verdict.messages import (
@@ -132,6 +135,16 @@ def judge(run: CallRun, timing: Timing, measurement: Measurement, spec: CallSpec
     if timing.throttled_rounds:
         notes.append(
             f"{timing.throttled_rounds} throttled round(s) seen; re-measured where the budget allowed"
+        )
+    if baseline is not None and persistently_undetermined(
+        comparison.verdict,
+        run.judgement.past_verdicts(
+            PastRuns.of(run.nodeid, run.name, settings.cache, device.name, baseline),
+            PERSISTENT_UNDETERMINED_RUNS - 1,
+        ),
+    ):
+        notes.append(
+            f"{NOT_GATED}undetermined in its last {PERSISTENT_UNDETERMINED_RUNS} runs of the history"
         )
     return BenchResult(
         nodeid=run.nodeid,

@@ -908,6 +908,19 @@ class HistoryStore:
         ).fetchall()
         return [_float_list(text) for (text,) in reversed(rows)]
 
+    def recent_verdicts(self, key: SeriesKey, limit: int) -> list[str]:
+        """The verdicts of the newest `limit` measurements of a series against its baselines (not
+        against another revision), newest first."""
+        rows = self.db.execute(
+            "SELECT m.verdict FROM measurements m JOIN runs r ON r.id = m.run_id "
+            "JOIN series s ON s.id = m.series_id "
+            "WHERE s.repository = ? AND s.test = ? AND s.name = ? AND s.device = ? AND s.cache = ? "
+            "AND s.metric = ? AND m.against_commit IS NULL "
+            "ORDER BY r.created DESC, r.id DESC LIMIT ?",
+            (self.repository, key.test, key.name, key.device, key.cache, key.metric, limit),
+        ).fetchall()
+        return [str(verdict) for (verdict,) in rows]
+
     def find_series(
         self, test: str, name: str | None = None, device: str | None = None, metric: str = "device_time"
     ) -> list[tuple[int, SeriesKey]]:

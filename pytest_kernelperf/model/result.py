@@ -51,6 +51,8 @@ NOT_JUDGED = (Verdict.NEW, Verdict.INCOMPARABLE, Verdict.UNRELIABLE, Verdict.UND
 JUDGEMENTS = (Verdict.SAME, Verdict.FASTER, Verdict.SLOWER)
 # How the note of a call measured again begins (kernel_bench writes it, the summary finds it).
 MEASURED_TWICE = "measured twice: "
+# How the note of a call undetermined run after run begins (kernel_bench writes it, the summary finds it).
+NOT_GATED = "not gated: "
 
 
 @dataclass(frozen=True)

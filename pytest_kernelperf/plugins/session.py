@@ -89,6 +89,7 @@ class KernelperfSession:
             noise_prior=lambda device: self.baseline_set(device)[0],
             planned_judgements=lambda device: self.baseline_set(device)[1],
             past_rounds=self.past_rounds,
+            past_verdicts=self.past_verdicts,
         )
         devices = self._devices
         if self._guard is not None:
@@ -119,6 +120,21 @@ class KernelperfSession:
         try:
             return history.recent_rounds(
                 series, method=key.method, verdict=str(key.verdict), since=key.since, limit=key.limit
+            )
+        except sqlite3.Error:
+            return None
+
+    def past_verdicts(self, key: PastRuns, limit: int) -> list[str] | None:
+        """The verdicts of the newest `limit` past runs of `key`'s series in the run history, newest
+        first; None without a history, or one that cannot be read."""
+        history = self._history
+        if history is None:
+            return None
+        from pytest_kernelperf.history.store import SeriesKey
+
+        try:
+            return history.recent_verdicts(
+                SeriesKey(key.nodeid, key.name or "", key.device, key.cache, "device_time"), limit
             )
         except sqlite3.Error:
             return None

@@ -20,7 +20,7 @@ from pytest_kernelperf.formatting import artifact_line, significant
 from pytest_kernelperf.ids import display_name
 from pytest_kernelperf.model.baseline import split_nodeid
 from pytest_kernelperf.model.device import Peak
-from pytest_kernelperf.model.result import MEASURED_TWICE, BenchResult, Verdict
+from pytest_kernelperf.model.result import MEASURED_TWICE, NOT_GATED, BenchResult, Verdict
 from pytest_kernelperf.profiling import ncu_diff
 from pytest_kernelperf.results.throughput import Figures, figures
 from pytest_kernelperf.verdict.memory import memory_text
@@ -318,7 +318,11 @@ def resolution_lines(results: Sequence[BenchResult]) -> list[str]:
         parts.append(f"{label}: {calls}, median {median}, worst {worst}")
     floor = f"; threshold {percent(threshold)}" if threshold is not None else ""
     lines = [f"smallest slowdown this run could detect (95% power{floor}): " + "; ".join(parts)]
-    undetermined = [r.label for r in results if r.verdict is Verdict.UNDETERMINED]
+    undetermined = [
+        r.label + "".join(f" ({n.removeprefix(NOT_GATED)})" for n in r.notes if n.startswith(NOT_GATED))
+        for r in results
+        if r.verdict is Verdict.UNDETERMINED
+    ]
     if undetermined:
         lines.append(f"not gated: {len(undetermined)} undetermined ({', '.join(undetermined)})")
     return lines

@@ -232,6 +232,24 @@ def remeasure_wanted(comparison: Comparison | None) -> bool:
     return comparison.verdict in (Verdict.SAME, Verdict.UNDETERMINED) and near
 
 
+# A call `undetermined` in this many runs in a row (this one and its newest past runs in the history)
+# is named as not gated: the same kernels read undetermined run after run (an NVRTC SAXPY in 10 of 11
+# fresh runs), and a pass by default must not hide that the test has stopped gating anything.
+PERSISTENT_UNDETERMINED_RUNS = 3
+
+
+def persistently_undetermined(verdict: Verdict, past: Sequence[str] | None) -> bool:
+    """Whether an `undetermined` call was undetermined in every one of its newest past runs too
+    (PERSISTENT_UNDETERMINED_RUNS in all, this one included)."""
+    wanted = PERSISTENT_UNDETERMINED_RUNS - 1
+    return (
+        verdict is Verdict.UNDETERMINED
+        and past is not None
+        and len(past) >= wanted
+        and all(v == str(Verdict.UNDETERMINED) for v in past[:wanted])
+    )
+
+
 class Failure(str, enum.Enum):
     """Why a judged result fails its test (and makes `compare` and a bisection step say bad)."""
 

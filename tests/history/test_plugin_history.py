@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from conftest import SCRIPTED_CONFTEST, Project
+from conftest import SCRIPTED_CONFTEST, Project, scripted_conftest
 
 from pytest_kernelperf.history.store import HistoryStore
+from pytest_kernelperf.verdict.judgement import PERSISTENT_UNDETERMINED_RUNS
 
 
 def test_each_timed_run_is_appended_and_a_check_only_run_is_not(project: Project) -> None:
@@ -97,3 +98,20 @@ def test_a_kernels_past_runs_in_the_history_set_its_between_process_noise(projec
     # (at a strict alpha, where a history widened by them would let a 5% slowdown pass).
     for _ in range(2):
         project.run(flag, "--kernelperf", "--kernelperf-alpha=0.0001", ms=1.05).assert_outcomes(failed=1)
+
+
+def test_a_call_undetermined_run_after_run_is_named_as_not_gated(project: Project) -> None:
+    # Rounds 30% apart: every run undetermined against the baseline.
+    project.pytester.makeconftest(scripted_conftest(round_sd=0.3))
+    project.module()
+    flag = f"--kernelperf-history={project.pytester.path / 'history.sqlite'}"
+    project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
+    for run in range(PERSISTENT_UNDETERMINED_RUNS):
+        result = project.run(flag, "--kernelperf")
+        result.assert_outcomes(passed=1)
+        text = result.stdout.str()
+        assert "not gated: 1 undetermined" in text
+        last = run == PERSISTENT_UNDETERMINED_RUNS - 1
+        assert (
+            f"undetermined in its last {PERSISTENT_UNDETERMINED_RUNS} runs of the history" in text
+        ) is last
