@@ -27,23 +27,35 @@ REPEATS = 5
 
 def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    rows = []
+    rows: list[dict[str, object]] = []
     for elements in SIZES:
         x = torch.randn(elements, device="cuda")
-        target = Target(lambda x=x: torch.nn.functional.gelu(x, approximate="tanh"), fingerprint("cuda"))
+
+        def gelu(x: torch.Tensor = x) -> torch.Tensor:
+            return torch.nn.functional.gelu(x, approximate="tanh")
+
+        target = Target(gelu, fingerprint("cuda"))
         medians: dict[str, list[float]] = {}
         for _ in range(REPEATS):
             for timer in (CudaEventTimer(), CudaGraphTimer(), CuptiTimer()):
                 timing = timer.measure(target, sampling_plan(max_time_s=0.3))
                 medians.setdefault(timer.method, []).append(timing.device_time.summary.median_ms)
-        row = {"elements": elements, **{m: statistics.median(v) for m, v in medians.items()}, "all": medians}
-        row["event_excess_us"] = (row["cuda-event"] - row["cupti"]) * 1e3
-        row["graph_over_cupti"] = row["cuda-graph"] / row["cupti"]
-        rows.append(row)
+        median = {method: statistics.median(values) for method, values in medians.items()}
+        excess_us = (median["cuda-event"] - median["cupti"]) * 1e3
+        graph_over_cupti = median["cuda-graph"] / median["cupti"]
+        rows.append(
+            {
+                "elements": elements,
+                **median,
+                "all": medians,
+                "event_excess_us": excess_us,
+                "graph_over_cupti": graph_over_cupti,
+            }
+        )
         print(
-            f"2^{elements.bit_length() - 1}: cupti {row['cupti']:.5f} ms, graph {row['cuda-graph']:.5f}, "
-            f"events {row['cuda-event']:.5f}; events - cupti {row['event_excess_us']:.1f} us, "
-            f"graph / cupti {row['graph_over_cupti']:.4f}",
+            f"2^{elements.bit_length() - 1}: cupti {median['cupti']:.5f} ms, graph {median['cuda-graph']:.5f}, "
+            f"events {median['cuda-event']:.5f}; events - cupti {excess_us:.1f} us, "
+            f"graph / cupti {graph_over_cupti:.4f}",
             flush=True,
         )
     (out / "timer_agreement.json").write_text(json.dumps(rows, indent=1))
