@@ -53,7 +53,8 @@ def main(out: Path) -> None:
             }
         )
         print(
-            f"2^{elements.bit_length() - 1}: cupti {median['cupti']:.5f} ms, graph {median['cuda-graph']:.5f}, "
+            f"2^{elements.bit_length() - 1}: cupti {median['cupti']:.5f} ms, "
+            f"graph {median['cuda-graph']:.5f}, "
             f"events {median['cuda-event']:.5f}; events - cupti {excess_us:.1f} us, "
             f"graph / cupti {graph_over_cupti:.4f}",
             flush=True,
