@@ -157,6 +157,19 @@ def _path(value: Any) -> Path:
     return Path(text)
 
 
+def _history_file(value: Any) -> Path:
+    """A history file. A server URL is refused before it becomes a path (which would fold its `//`
+    and write a file at folders named after it, password and all), shown by its scheme alone."""
+    scheme = str(value).strip().split(":", 1)[0]
+    if scheme.lower() in ("postgresql", "postgres") and ":" in str(value):
+        raise ValueError(
+            f"{scheme}://***: a server URL where a file is expected (a pytest run writes its history "
+            "to a file); store the run file on the server with "
+            "`python -m pytest_kernelperf history --db URL import RUN.json`"
+        )
+    return _path(value)
+
+
 @dataclass(frozen=True)
 class Option:
     """One option: its Settings field, its one default, and how a value given for it is read.
@@ -453,7 +466,7 @@ OPTIONS: tuple[Option, ...] = (
         None,
         "append every timed run to this SQLite run history (`python -m pytest_kernelperf history`); "
         "each kernel's between-process noise is learnt from its past runs there",
-        _path,
+        _history_file,
     ),
     # Processes.
     Option(
