@@ -68,13 +68,18 @@ def _record_processes(value: Any) -> int | str:
         raise ValueError(f"expected auto or a whole number of processes, got {value!r}") from None
 
 
-def _seconds(value: Any) -> float:
+def _number_of_seconds(value: Any, example: str) -> float:
+    """`value` as seconds ("2", "2.5", "2s"), with an example of what is expected if it is none."""
     if isinstance(value, bool):
         raise ValueError(f"expected seconds, got {value!r}")
     try:
-        number = float(str(value).strip().removesuffix("s"))
+        return float(str(value).strip().removesuffix("s"))
     except ValueError:
-        raise ValueError(f"expected seconds such as 0.5, got {value!r}") from None
+        raise ValueError(f"expected seconds such as {example}, got {value!r}") from None
+
+
+def _seconds(value: Any) -> float:
+    number = _number_of_seconds(value, "0.5")
     if not 0 <= number <= 3600:
         raise ValueError(f"expected 0 to 3600 seconds, got {value!r}")
     return number
@@ -82,21 +87,17 @@ def _seconds(value: Any) -> float:
 
 def _time_limit(value: Any) -> float:
     """Seconds something may take, 0 meaning no limit; a day at most."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected seconds, got {value!r}")
-    try:
-        number = float(str(value).strip().removesuffix("s"))
-    except ValueError:
-        raise ValueError(f"expected seconds such as 600 (0: no limit), got {value!r}") from None
+    number = _number_of_seconds(value, "600 (0: no limit)")
     if not 0 <= number <= 86400:
         raise ValueError(f"expected 0 (no limit) to 86400 seconds, got {value!r}")
     return number
 
 
 def _timeout(value: Any) -> float:
-    number = _seconds(value)
-    if number <= 0:
-        raise ValueError(f"expected more than 0 seconds, got {value!r}")
+    """Seconds something may take, always limited: more than 0, an hour at most."""
+    number = _number_of_seconds(value, "180")
+    if not 0 < number <= 3600:
+        raise ValueError(f"expected more than 0 and at most 3600 seconds, got {value!r}")
     return number
 
 
@@ -155,6 +156,19 @@ def _path(value: Any) -> Path:
     if not text:
         raise ValueError("expected a path, got an empty value")
     return Path(text)
+
+
+def _history_file(value: Any) -> Path:
+    """A history file. A server URL is refused before it becomes a path (which would fold its `//`
+    and write a file at folders named after it, password and all), shown by its scheme alone."""
+    scheme = str(value).strip().split(":", 1)[0]
+    if scheme.lower() in ("postgresql", "postgres") and ":" in str(value):
+        raise ValueError(
+            f"{scheme}://***: a server URL where a file is expected (a pytest run writes its history "
+            "to a file); store the run file on the server with "
+            "`python -m pytest_kernelperf history --db URL import RUN.json`"
+        )
+    return _path(value)
 
 
 @dataclass(frozen=True)
@@ -461,7 +475,7 @@ OPTIONS: tuple[Option, ...] = (
         None,
         "append every timed run to this SQLite run history (`python -m pytest_kernelperf history`); "
         "each kernel's between-process noise is learnt from its past runs there",
-        _path,
+        _history_file,
     ),
     # Processes.
     Option(

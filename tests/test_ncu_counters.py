@@ -231,7 +231,11 @@ def test_the_history_keeps_counters_per_series_and_run() -> None:
 @pytest.mark.parametrize(
     ("cli", "ini", "problem"),
     [
-        ({"ncu_timeout": "0"}, {}, "--kernelperf-ncu-timeout: expected more than 0 seconds, got '0'"),
+        (
+            {"ncu_timeout": "0"},
+            {},
+            "--kernelperf-ncu-timeout: expected more than 0 and at most 3600 seconds, got '0'",
+        ),
         ({}, {"ncu": "maybe"}, "kernelperf_ncu in tox.ini: expected true or false, got 'maybe'"),
     ],
 )

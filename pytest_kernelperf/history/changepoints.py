@@ -24,7 +24,7 @@ import itertools
 import json
 import math
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any
@@ -473,11 +473,13 @@ def analyse_store(
     require: bool = True,
     series_filter: Callable[[SeriesKey], bool] | None = None,
     branch: str | None = None,
+    runs: Collection[int] | None = None,
 ) -> list[SeriesReport]:
     """Every series with its change points; detection results are cached in the store per series
     until a newer run arrives. With `require`, a missing library raises ChangePointsUnavailable;
     without, series that are not in the cache are returned unanalysed. With `branch`, only the
-    runs recorded on that git branch count."""
+    runs recorded on that git branch count; with `runs`, only the runs of those ids (the history as
+    it stood at an earlier run: its analysis is not cached, the store keeping one per series)."""
     keys = store.series()
     all_points = store.points()
     available = backend is not None or detector_available()
@@ -495,6 +497,8 @@ def analyse_store(
         if series_filter is not None and not series_filter(key):
             continue
         points = all_points.get(sid)
+        if points and runs is not None:
+            points = [p for p in points if p.run_id in runs]
         key_of_series = cache_key
         if points and branch is not None:
             on_branch = [p for p in points if p.branch == branch]
@@ -510,9 +514,10 @@ def analyse_store(
             raw = [RawChange(int(i), float(p)) for i, p in cached]
         elif available:
             raw = run_backend([p.value for p in points], params)
-            fresh.append(
-                (sid, points[-1].run_id, len(points), key_of_series, [[r.index, r.pvalue] for r in raw])
-            )
+            if runs is None:
+                fresh.append(
+                    (sid, points[-1].run_id, len(points), key_of_series, [[r.index, r.pvalue] for r in raw])
+                )
         else:
             reports.append(SeriesReport(sid, key, points, analysed=False))
             continue
@@ -520,6 +525,31 @@ def analyse_store(
     with contextlib.suppress(HistoryError, sqlite3.Error):  # a read-only or busy database: the cache can wait
         store.cache_analyses(fresh)
     return reports
+
+
+# As runs arrive after a change point, its position moves by a run or two. Two change points of one
+# direction are at least MIN_SEGMENT runs apart (or merged into one drift), so one nearer than that
+# to an earlier change point of its direction is that change point, not another.
+SAME_CHANGE_RUNS = MIN_SEGMENT - 1
+
+
+def new_change_points(
+    now: Sequence[SeriesReport], earlier: Sequence[SeriesReport]
+) -> list[tuple[SeriesReport, ChangePoint]]:
+    """The change points of `now` that `earlier` (the same series on the history as it stood at
+    an earlier run) did not show: those detectable only since. A change point needs runs after it,
+    so one is first seen after runs that follow it: its position says nothing of when it was found.
+    A drift that gained a step since is new (its last step moved)."""
+    before = {report.series_id: report.change_points for report in earlier}
+    return [
+        (report, cp)
+        for report in now
+        for cp in report.change_points
+        if not any(
+            old.slowdown == cp.slowdown and abs(old.index - cp.index) <= SAME_CHANGE_RUNS
+            for old in before.get(report.series_id, ())
+        )
+    ]
 
 
 def resolve_commit(store: HistoryStore, commit: str) -> list[int]:

@@ -2,7 +2,7 @@
 
     history import RUN.json ...        store runs (again: no-op), with the checkout's git commit
     history show                       every series: runs, latest time, status, change points
-    history detect [--since COMMIT]    change points after COMMIT; exit 1 when one is a slowdown
+    history detect [--since COMMIT]    change points new since COMMIT; exit 1 when one is a slowdown
     history prune --keep N             keep the newest N runs
     history export --csv PATH          every measurement as CSV (or --json PATH); '-' for stdout
     history report --html PATH         a self-contained dashboard page
@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .changepoints import (
-    ChangePoint,
     ChangePointsUnavailable,
     Params,
     SeriesReport,
     analyse_store,
+    new_change_points,
     resolve_commit,
     short,
     status_text,
@@ -104,7 +104,10 @@ def add_subparser(subparsers: Any) -> argparse.ArgumentParser:
 
     detect = commands.add_parser("detect", help="change points after a commit; exit 1 on a slowdown")
     detect.add_argument(
-        "--since", metavar="COMMIT", help="only change points after this commit (default: all)"
+        "--since",
+        metavar="COMMIT",
+        help="only change points the history did not show yet at this commit, wherever they lie (a "
+        "change point is seen only once runs after it arrive; default: all)",
     )
     _filters(detect)
 
@@ -356,26 +359,26 @@ def _per_series(
 
 
 def _detect(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
-    after_run: int | None = None
-    if args.since:
-        ids = resolve_commit(store, args.since)
-        if not ids:
-            info = git_info(Path("."))
-            resolved = rev_parse(".", "--verify", "--quiet", f"{args.since}^{{commit}}")
-            ids = resolve_commit(store, resolved) if resolved else []
-            if not ids:
-                where = f" (HEAD here is {short(info[0])})" if info else ""
-                raise HistoryError(f"{store.where}: no stored run at commit {args.since!r}{where}")
-        after_run = ids[-1]
+    """The change points of the history; with --since, only those it did not show yet when it
+    stood at that commit (a gate that ran there saw the others)."""
+    since_run = _since_run(args.since, store) if args.since else None
     reports = analyse_store(store, Params(), require=True, series_filter=_select(args), branch=args.branch)
     _require_match(args, store, reports)
-    order = {r["id"]: i for i, r in enumerate(store.runs())}
-    found: list[tuple[SeriesReport, ChangePoint]] = []
-    for report in reports:
-        for cp in report.change_points:
-            if after_run is None or order.get(cp.run_id, -1) > order[after_run]:
-                found.append((report, cp))
-    scope = f"after {args.since}" if args.since else "in the whole history"
+    if since_run is None:
+        found = [(report, cp) for report in reports for cp in report.change_points]
+        scope = "in the whole history"
+    else:
+        runs = [run["id"] for run in store.runs()]
+        then = analyse_store(
+            store,
+            Params(),
+            require=True,
+            series_filter=_select(args),
+            branch=args.branch,
+            runs=set(runs[: runs.index(since_run) + 1]),
+        )
+        found = new_change_points(reports, then)
+        scope = f"new since {args.since}"
     slow = [f for f in found if f[1].slowdown]
     print(f"kernelperf history detect: {len(found)} change points {scope}, {len(slow)} slowdowns", file=out)
     for report, cp in found:
@@ -385,6 +388,19 @@ def _detect(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
             file=out,
         )
     return 1 if slow else 0
+
+
+def _since_run(since: str, store: HistoryStore) -> int:
+    """The last stored run at commit `since` (a hash, or a name git resolves here)."""
+    ids = resolve_commit(store, since)
+    if not ids:
+        info = git_info(Path("."))
+        resolved = rev_parse(".", "--verify", "--quiet", f"{since}^{{commit}}")
+        ids = resolve_commit(store, resolved) if resolved else []
+        if not ids:
+            where = f" (HEAD here is {short(info[0])})" if info else ""
+            raise HistoryError(f"{store.where}: no stored run at commit {since!r}{where}")
+    return ids[-1]
 
 
 EXPORT_COLUMNS = (

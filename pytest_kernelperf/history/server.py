@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 SCHEMES = ("postgresql://", "postgres://")
 INSTALL_HINT = (
@@ -37,13 +37,13 @@ def masked(url: str) -> str:
         if parts.password is not None:
             user, _, host = netloc.rpartition("@")
             netloc = f"{user.split(':', 1)[0]}:***@{host}"
-        query = parts.query
-        if query:
-            pairs = parse_qsl(query, keep_blank_values=True)
-            query = urlencode([(k, "***" if k.lower() == "password" else v) for k, v in pairs], safe="*")
+        query = _PASSWORD_PARAMETER.sub(r"\1***", parts.query)
         return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
     except ValueError:  # a URL that cannot be parsed: show only its scheme
         return url.split(":", 1)[0] + "://***"
+
+
+_PASSWORD_PARAMETER = re.compile(r"((?:^|&)password=)[^&]*", re.IGNORECASE)
 
 
 def _passwords(url: str) -> list[str]:
@@ -56,11 +56,26 @@ def _passwords(url: str) -> list[str]:
     return found
 
 
+# A password this long is no other word of a message: it is masked wherever it appears. A shorter
+# one only where a message quotes it as the URL gave it (user:PASSWORD@, password=PASSWORD, or whole
+# in quotes, as libpq quotes a part it cannot decode): masked inside other words, it would garble
+# them and show the reader where it is ("/none***istent").
+UNAMBIGUOUS_PASSWORD = 8
+
+
 def scrub(text: str, url: str) -> str:
     """`text` with the URL's password(s) and the URL itself replaced by their masked forms."""
     text = text.replace(url, masked(url))
     for secret in _passwords(url):
-        text = text.replace(secret, "***")
+        if len(secret) >= UNAMBIGUOUS_PASSWORD:
+            text = text.replace(secret, "***")
+            continue
+        quoted = re.escape(secret)
+        text = re.sub(
+            rf"(?<=:){quoted}(?=@)|(?<=(?i:password)=){quoted}(?=[\s&\"']|$)|(?<=[\"']){quoted}(?=[\"'])",
+            "***",
+            text,
+        )
     return text
 
 

@@ -486,6 +486,8 @@ class HistoryStore:
             )
         self.path = Path(location)
         self.where = str(self.path)
+        if self.path.is_dir():  # SQLite would say "unable to open" or "disk I/O error"
+            raise HistoryError(f"{self.path} is a folder, not a history database")
         if (read_only or not create) and not self.path.exists():
             raise HistoryError(f"{self.path}: no such history database")
         if (read_only or not create) and self.path.is_file() and self.path.stat().st_size == 0:
@@ -504,7 +506,7 @@ class HistoryStore:
         try:
             self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         except sqlite3.Error as exc:
-            raise HistoryError(f"{self.path}: cannot open the history database: {self._why(exc)}") from None
+            raise HistoryError(f"{self.path}: {self._why(exc)}") from None
         try:
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self.db.execute("PRAGMA foreign_keys = ON")

@@ -19,7 +19,8 @@ from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate, file_fo
 from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey
 from pytest_kernelperf.model.device import CARD_KEY, DeviceInfo, Peak
-from pytest_kernelperf.model.result import BenchResult, MemoryCheck, Verdict
+from pytest_kernelperf.model.result import MEASURED_TWICE, BenchResult, MemoryCheck, Verdict
+from pytest_kernelperf.profiling.envdiff import differences
 from pytest_kernelperf.results.runfile import RunReport
 from pytest_kernelperf.settings import judged_setting
 from pytest_kernelperf.verdict.judgement import (
@@ -160,6 +161,11 @@ def _judge(result: BenchResult, base: BaselineEntry | None, context: JudgementCo
     their_host = base.host_latency if base is not None else None
     return replace(
         result,
+        # What NEW's own run judged against its own baseline (each measurement of a call measured
+        # twice, the environment's changes from that baseline) is not this judgement's.
+        readings=(),
+        notes=tuple(note for note in result.notes if not note.startswith(MEASURED_TWICE)),
+        environment_changes=tuple(differences(base.environment, entry.environment)) if base else None,
         verdict=comparison.verdict,
         comparison=comparison,
         baseline_ms=base.device_time.level_ms if base is not None else None,
