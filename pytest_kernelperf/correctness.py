@@ -9,9 +9,10 @@ kernel author sees at once whether one tile or every element is wrong.
 from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping, MutableSequence, MutableSet, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytest_kernelperf.tensors import copy_arguments
+from pytest_kernelperf.tensors import copy_arguments, value_parts
 
 if TYPE_CHECKING:
     import torch
@@ -69,7 +70,8 @@ def _compare(actual: Any, expected: Any, rtol: float | None, atol: float | None,
     if isinstance(expected, torch.Tensor):
         if not isinstance(actual, torch.Tensor):
             raise Mismatch(f"mismatch in {path}: expected a tensor, got {type(actual).__name__}")
-        _compare_tensors(actual, expected, rtol, atol, path)
+        if not _compared_by_layout(actual, expected, rtol, atol, path):
+            _compare_tensors(actual, expected, rtol, atol, path)
         return
     if isinstance(expected, (tuple, list)):
         if not isinstance(actual, (tuple, list)):
@@ -92,6 +94,67 @@ def _compare(actual: Any, expected: Any, rtol: float | None, atol: float | None,
         f"the reference returned {type(expected).__name__} at {path}; kernel_bench compares tensors, "
         "numbers, and tuples, lists or dicts of them"
     )
+
+
+# A sparse answer is compared in its dense form up to this many elements (a float64 copy of each
+# side, 128 MiB apiece); a larger one by its parts: the same indices, values within tolerance.
+DENSE_COMPARE_LIMIT = 1 << 24
+
+
+def _compared_by_layout(
+    actual: torch.Tensor, expected: torch.Tensor, rtol: float | None, atol: float | None, path: str
+) -> bool:
+    """Answers that are not both plain strided tensors, compared (True); False for two plain ones.
+    A meta tensor has no values: its shape and dtype are compared. Nested tensors compare component
+    by component, sparse ones densely or by their parts."""
+    import torch
+
+    if actual.device.type == "meta" or expected.device.type == "meta":
+        if (actual.shape, actual.dtype) != (expected.shape, expected.dtype):
+            raise Mismatch(
+                f"mismatch in {path}: {tuple(actual.shape)} {actual.dtype}, reference "
+                f"{tuple(expected.shape)} {expected.dtype}"
+            )
+        return True
+    if actual.is_nested or expected.is_nested:
+        if not (actual.is_nested and expected.is_nested):
+            raise Mismatch(
+                f"mismatch in {path}: nested {actual.is_nested}, reference nested {expected.is_nested}"
+            )
+        _compare(list(actual.unbind()), list(expected.unbind()), rtol, atol, f"{path}.unbind()")
+        return True
+    sparse = [t for t in (actual, expected) if t.layout != torch.strided]
+    if not sparse:
+        return False
+    if all(t.numel() <= DENSE_COMPARE_LIMIT for t in sparse):
+        dense = [t.to_dense() if t.layout != torch.strided else t for t in (actual, expected)]
+        _compare_tensors(dense[0], dense[1], rtol, atol, path)
+        return True
+    _compare_sparse_parts(actual, expected, rtol, atol, path)
+    return True
+
+
+def _compare_sparse_parts(
+    actual: torch.Tensor, expected: torch.Tensor, rtol: float | None, atol: float | None, path: str
+) -> None:
+    """Two large sparse tensors of one layout: the same shape and indices, values within tolerance."""
+    import torch
+
+    if actual.layout != expected.layout:
+        raise Uncomparable(
+            f"{path}: a {actual.layout} answer against a {expected.layout} reference of more than "
+            f"{DENSE_COMPARE_LIMIT} elements; kernel_bench compares large sparse tensors of one layout"
+        )
+    if actual.shape != expected.shape:
+        raise Mismatch(f"mismatch in {path}: shape {tuple(actual.shape)}, reference {tuple(expected.shape)}")
+    *indices, values = value_parts(actual.detach()) or []
+    *reference_indices, reference_values = value_parts(expected.detach().to(actual.device)) or []
+    for mine, theirs in zip(indices, reference_indices, strict=True):
+        if mine.shape != theirs.shape or not torch.equal(mine, theirs):
+            raise Mismatch(
+                f"mismatch in {path}: the sparse tensors' indices differ (another sparsity pattern)"
+            )
+    _compare_tensors(values, reference_values, rtol, atol, f"{path}.values()")
 
 
 def _compare_tensors(
@@ -240,23 +303,66 @@ def _fits(now: Any, saved: Any) -> bool:
     return now is saved
 
 
-def mutated(before: Any, after: Any, path: str = "") -> list[str]:
-    """Where the tensors of `after` differ from their snapshot `before` (e.g. "args[0]")."""
+@dataclass(frozen=True)
+class Mutations:
+    """What fn did to its inputs: where it changed a tensor in place (a path into (args, kwargs),
+    e.g. "[0][1]"), and where that cannot be told (the path and why)."""
+
+    changed: tuple[str, ...] = ()
+    unchecked: tuple[tuple[str, str], ...] = ()
+
+
+def mutated(before: Any, after: Any) -> Mutations:
+    """Where the tensors of `after` differ from their snapshot `before`, or cannot be compared."""
+    changed: list[str] = []
+    unchecked: list[tuple[str, str]] = []
+    _walk_mutations(before, after, "", changed, unchecked)
+    return Mutations(tuple(changed), tuple(unchecked))
+
+
+def _walk_mutations(
+    before: Any, after: Any, path: str, changed: list[str], unchecked: list[tuple[str, str]]
+) -> None:
     import torch
 
     if isinstance(after, torch.Tensor) and isinstance(before, torch.Tensor):
-        same = (
-            after.shape == before.shape
-            and after.dtype == before.dtype
-            and bool(torch.equal(after.detach(), before) or _same_with_nans(after.detach(), before))
-        )
-        return [] if same else [path]
-    if isinstance(after, (tuple, list)) and isinstance(before, (tuple, list)):
-        pairs = enumerate(zip(before, after, strict=False))
-        return [p for i, (b, a) in pairs for p in mutated(b, a, f"{path}[{i}]")]
-    if isinstance(after, dict) and isinstance(before, dict):
-        return [p for k in after if k in before for p in mutated(before[k], after[k], f"{path}[{k!r}]")]
-    return []
+        same = _unchanged(before, after.detach())
+        if isinstance(same, str):
+            unchecked.append((path, same))
+        elif not same:
+            changed.append(path)
+    elif isinstance(after, (tuple, list)) and isinstance(before, (tuple, list)):
+        for index, (b, a) in enumerate(zip(before, after, strict=False)):
+            _walk_mutations(b, a, f"{path}[{index}]", changed, unchecked)
+    elif isinstance(after, dict) and isinstance(before, dict):
+        for key in after:
+            if key in before:
+                _walk_mutations(before[key], after[key], f"{path}[{key!r}]", changed, unchecked)
+
+
+def _unchanged(before: torch.Tensor, after: torch.Tensor) -> bool | str:
+    """Whether `after` holds what its snapshot `before` held (NaN equal to NaN), sparse and nested
+    tensors by their parts (tensors.value_parts); why not, where that cannot be told."""
+    if after.layout != before.layout or after.dtype != before.dtype or after.is_nested != before.is_nested:
+        return False
+    try:
+        if not after.is_nested and after.shape != before.shape:
+            return False
+        if after.device.type == "meta":
+            return True  # no values that fn could have changed
+        parts, saved = value_parts(after), value_parts(before)
+        if parts is None or saved is None:
+            return f"a tensor of layout {after.layout}"
+        return len(parts) == len(saved) and all(_equal(a, b) for a, b in zip(parts, saved, strict=True))
+    except (RuntimeError, NotImplementedError, TypeError, AttributeError) as exc:  # what torch lacks
+        said = str(exc).strip().splitlines()
+        return f"{type(exc).__name__}: {said[0][:200] if said else 'no message'}"
+
+
+def _equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    import torch
+
+    return a.shape == b.shape and bool(torch.equal(a, b) or _same_with_nans(a, b))
 
 
 def _same_with_nans(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -1,5 +1,5 @@
-"""How times, numbers and paths are written: UTC timestamps, significant-digit rounding, the paths
-of a call's profile artefacts.
+"""How times, numbers, paths and outside text are written: UTC timestamps, significant-digit
+rounding, the paths of a call's profile artefacts, control characters as escapes.
 
 One spelling each, so that a baseline's `recorded`, a run's `created` and the peak cache's date
 compare and sort alike, so that rounding in baselines, JSON and JUnit properties agrees, and so that
@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+# C0 and C1 controls and DEL: ESC starts the sequences that clear a terminal, colour it or make
+# links (OSC 8); a line break or carriage return splits or overwrites a message's line.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
+_CONTROLS_BUT_LINE_BREAK = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 
 
 def utc_stamp(moment: _dt.datetime | None = None) -> str:
@@ -52,3 +57,11 @@ def artifact_line(artifacts: Sequence[str | Path]) -> str | None:
         if top not in names:
             names.append(top)
     return f"{display_path(folder)} ({', '.join(names)})"
+
+
+def escape_controls(text: str, *, keep_line_breaks: bool = False) -> str:
+    """`text` from outside the plugin (a tool's output, a kernel name, a stored value) with every
+    control character written as its Python escape (ESC as `\\x1b`), so that it cannot rewrite the
+    terminal or a CI log; `keep_line_breaks` leaves the line breaks of a text of several lines."""
+    controls = _CONTROLS_BUT_LINE_BREAK if keep_line_breaks else _CONTROLS
+    return controls.sub(lambda m: ascii(m.group())[1:-1], text)

@@ -27,9 +27,34 @@ def rebuildable(tensor: torch.Tensor) -> bool:
     return (
         type(tensor) in (torch.Tensor, torch.nn.Parameter)
         and tensor.layout == torch.strided
+        and not tensor.is_nested  # a nested tensor of the strided layout has no sizes or strides
         and not tensor.is_quantized
         and tensor.device.type != "meta"
     )
+
+
+def value_parts(tensor: torch.Tensor) -> list[torch.Tensor] | None:
+    """The strided tensors that hold `tensor`'s values, for comparing and counting what sparse and
+    nested tensors hold: itself when it is strided; a sparse tensor's indices and values (COO ones
+    coalesced, so that equal tensors give equal parts); a nested tensor's components. None for a
+    tensor without values (on the meta device) or of a layout not known here."""
+    import torch
+
+    if tensor.device.type == "meta":
+        return None
+    if tensor.is_nested:
+        return list(tensor.unbind())
+    layout = tensor.layout
+    if layout == torch.strided:
+        return [tensor]
+    if layout == torch.sparse_coo:
+        coalesced = tensor.coalesce()
+        return [coalesced.indices(), coalesced.values()]
+    if layout in (torch.sparse_csr, torch.sparse_bsr):
+        return [tensor.crow_indices(), tensor.col_indices(), tensor.values()]
+    if layout in (torch.sparse_csc, torch.sparse_bsc):
+        return [tensor.ccol_indices(), tensor.row_indices(), tensor.values()]
+    return None
 
 
 def copy_arguments(

@@ -18,6 +18,8 @@ timer's `seed` and how many measurements of that label it has made), so verdicts
 every run, while repeated measurements in one process draw afresh, as on a GPU.
 ``kernel.fake_throttle = ("software power cap",)`` makes every round report that throttling, with the
 SM clock falling from 1980 MHz to ``kernel.fake_clock_mhz`` (default 1980: no drop) over the rounds.
+``kernel.fake_load = 1.8`` is the host's load average per core read after the rounds (default: none
+read, so that the machine running the tests never decides a verdict).
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ class ScriptedTimer:
             health=health,
             # As a real timer would: every round and each of its re-measurements throttled.
             throttled_rounds=2 * plan.rounds if health else 0,
+            host_load=getattr(target.fn, "fake_load", None),
         )
 
     def round_samples(self, fake_ms: float, rng: random.Random, count: int) -> list[float]:

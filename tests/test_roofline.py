@@ -10,7 +10,7 @@ import torch
 from conftest import Project
 from reportkit import DEVICE, setup, times
 
-from pytest_kernelperf.measure import roofline
+from pytest_kernelperf.measure import host_load, roofline
 from pytest_kernelperf.model.device import DeviceInfo, Peak
 from pytest_kernelperf.model.result import BenchResult, Verdict
 from pytest_kernelperf.results.throughput import figures
@@ -107,7 +107,7 @@ def test_a_run_measures_the_peak_once_and_reuses_the_cache(project: Project) -> 
     setup(project, peak=None)
     times(project)
     # A peak measured on a busy machine is not cached; this machine's load must not decide the test.
-    project.monkeypatch.setattr(roofline, "_load_per_core", lambda: 0.0)
+    project.monkeypatch.setattr(host_load, "load_per_core", lambda: 0.0)
     project.run().assert_outcomes(passed=5)
     cache = project.pytester.path / ".kernelperf" / roofline.CACHE_FILE
     assert not cache.exists(), "correctness-only runs measure nothing"

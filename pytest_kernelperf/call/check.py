@@ -8,7 +8,14 @@ from typing import Any
 
 from pytest_kernelperf.call.context import CallRun
 from pytest_kernelperf.call.spec import CallSpec, argument_name
-from pytest_kernelperf.correctness import Mismatch, Uncomparable, assert_matches, mutated, snapshot
+from pytest_kernelperf.correctness import (
+    Mismatch,
+    Mutations,
+    Uncomparable,
+    assert_matches,
+    mutated,
+    snapshot,
+)
 from pytest_kernelperf.model.result import BenchResult, Verdict
 from pytest_kernelperf.verdict.messages import mismatch_message, mismatch_problem, usage_error
 
@@ -41,11 +48,7 @@ def first_call(spec: CallSpec, run: CallRun) -> Checked:
     output = spec.call()  # the first call also pays for compilation; a raise is the test's error
     if reference is None or before is None:
         return Checked(output)
-    notes: tuple[str, ...] = ()
-    changed = mutated(before, inputs)
-    if changed:
-        where = ", ".join(argument_name(path) for path in changed)
-        notes = (f"fn modified its input in place ({where}); the reference was given the original values",)
+    notes = _mutation_notes(mutated(before, inputs))
     expected = reference(*before[0], **before[1])
     try:
         assert_matches(output, expected, rtol=spec.rtol, atol=spec.atol)
@@ -63,6 +66,19 @@ def first_call(spec: CallSpec, run: CallRun) -> Checked:
     # Raised through the host's fault guard, which turns a mismatch read back from a broken CUDA
     # context into that CUDA error; the caller then records the mismatch and lets the test go on.
     raise MismatchFound(problem, notes)
+
+
+def _mutation_notes(mutations: Mutations) -> tuple[str, ...]:
+    """The notes on what fn did to its inputs: those it modified in place, those not checked."""
+    notes = []
+    if mutations.changed:
+        where = ", ".join(argument_name(path) for path in mutations.changed)
+        notes.append(f"fn modified its input in place ({where}); the reference was given the original values")
+    notes.extend(
+        f"whether fn modified {argument_name(path)} in place was not checked ({why})"
+        for path, why in mutations.unchecked
+    )
+    return tuple(notes)
 
 
 def mismatch(found: MismatchFound, run: CallRun, device: str) -> BenchResult:

@@ -41,6 +41,7 @@ from pytest_kernelperf.profiling.capture import CallProfile
 from pytest_kernelperf.profiling.envdiff import differences
 from pytest_kernelperf.profiling.explain import regression_details
 from pytest_kernelperf.verdict import stats
+from pytest_kernelperf.verdict.busy_host import host_timed, unfit_to_record
 from pytest_kernelperf.verdict.judgement import (
     PERSISTENT_UNDETERMINED_RUNS,
     Failure,
@@ -124,9 +125,10 @@ def judge(run: CallRun, timing: Timing, measurement: Measurement, spec: CallSpec
         record_of(measured),
         record_of(host) if host is not None else None,
         device.environment.get(CARD_KEY),
+        host_timed(measured.method, device.kind),
     )
     comparison, host_comparison = judge_measurement(
-        current, baseline, context, device=device.name, throttling=throttling
+        current, baseline, context, device=device.name, throttling=throttling, host_load=timing.host_load
     )
     host_base = baseline.host_latency if baseline else None
     notes = list(timing.notes)
@@ -247,8 +249,15 @@ def entry(
     record: CallRecord,
     memory: MemoryCheck | None = None,
 ) -> BaselineEntry:
-    """The measurement as a baseline entry (staged in an update, kept in the run's results)."""
+    """The measurement as a baseline entry (staged in an update, kept in the run's results); one
+    that the host made meaningless (verdict/busy_host.py) is said as it is recorded."""
     host = timing.host_latency
+    if run.settings.update:
+        measured = timing.device_time
+        load = timing.host_load if host_timed(measured.method, device.kind) else None
+        unfit = unfit_to_record(measured.round_locations_ms, load)
+        if unfit is not None:
+            run.warn(f"{run.label} recorded as a baseline, but {unfit}; record it again on a quiet host")
     return BaselineEntry(
         device_time=record_of(timing.device_time),
         host_latency=record_of(host) if host is not None else None,

@@ -24,12 +24,13 @@ import csv
 import io
 import json
 import os
-import re
 import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
+
+from pytest_kernelperf.formatting import escape_controls
 
 from .changepoints import (
     ChangePointsUnavailable,
@@ -152,18 +153,10 @@ class Escaped:
         self.stream = stream
 
     def write(self, text: str) -> int:
-        return self.stream.write(escape_controls(text))
+        return self.stream.write(escape_controls(text, keep_line_breaks=True))
 
     def flush(self) -> None:
         self.stream.flush()
-
-
-_CONTROLS = re.compile("[\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f]")
-
-
-def escape_controls(text: str) -> str:
-    """Every control character but the line break as a Python escape."""
-    return _CONTROLS.sub(lambda m: ascii(m.group())[1:-1], text)
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict
@@ -20,6 +19,7 @@ from typing import Any
 
 from pytest_kernelperf.atomic import write_atomic
 from pytest_kernelperf.formatting import utc_stamp
+from pytest_kernelperf.measure import host_load
 from pytest_kernelperf.model.device import DeviceInfo, Peak
 
 CACHE_FILE = "peak_bandwidth.json"
@@ -89,7 +89,7 @@ def measure_copy_bandwidth(device: DeviceInfo) -> Peak:
         method=f"{what} of {_human(size)}, best of {repeats}, read+write bytes",
         measured=_now(),
         cache_bytes=last_level_cache_bytes(device),
-        load_per_core=None if device.kind == "cuda" else _load_per_core(),
+        load_per_core=None if device.kind == "cuda" else host_load.load_per_core(),
     )
 
 
@@ -107,13 +107,6 @@ def last_level_cache_bytes(device: DeviceInfo) -> int | None:
         if text[:-1].isdigit() and text[-1] in units:
             sizes.append(int(text[:-1]) * units[text[-1]])
     return max(sizes) if sizes else None
-
-
-def _load_per_core() -> float | None:
-    try:
-        return os.getloadavg()[0] / (os.cpu_count() or 1)
-    except OSError:  # not every platform reports a load average
-        return None
 
 
 def _best_seconds(copy: Callable[[], object], sync: Callable[[], None], repeats: int, *, cuda: bool) -> float:

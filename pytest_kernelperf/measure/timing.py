@@ -30,6 +30,7 @@ from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_kernelperf.measure import health as health_mod
+from pytest_kernelperf.measure import host_load
 from pytest_kernelperf.measure.clock import note
 from pytest_kernelperf.measure.placement import Placements
 from pytest_kernelperf.model.device import DeviceInfo
@@ -145,6 +146,7 @@ class Timing:
     health: health_mod.Health | None = None
     wall_s: float = 0.0
     throttled_rounds: int = 0  # rounds NVML called throttled (re-measured where the budget allowed)
+    host_load: float | None = None  # the host's load average per core after the rounds (None: unread)
 
 
 def merge_rounds(timings: Sequence[Timing]) -> Timing:
@@ -173,6 +175,7 @@ def merge_rounds(timings: Sequence[Timing]) -> Timing:
         health=health_mod.combine(healths) if healths else first.health,
         wall_s=sum(t.wall_s for t in timings),
         throttled_rounds=sum(t.throttled_rounds for t in timings),
+        host_load=max((t.host_load for t in timings if t.host_load is not None), default=None),
     )
 
 
@@ -313,7 +316,9 @@ class WallClockTimer:
 
         kept, _, _ = run_rounds(plan, None, one_round)
         metric = Metric.of_rounds(self.method, [r.device_ms for r in kept])
-        return Timing(device_time=metric, wall_s=time.perf_counter() - began)
+        return Timing(
+            device_time=metric, wall_s=time.perf_counter() - began, host_load=host_load.load_per_core()
+        )
 
 
 def _wall_batch(
@@ -431,6 +436,7 @@ class _CudaTimer:
             health=health,
             wall_s=time.perf_counter() - began,
             throttled_rounds=throttled,
+            host_load=host_load.load_per_core(),
         )
 
 
@@ -702,6 +708,7 @@ class AutoTimer:
             health=health,
             wall_s=time.perf_counter() - began,
             throttled_rounds=throttled,
+            host_load=host_load.load_per_core(),
         )
 
     @staticmethod

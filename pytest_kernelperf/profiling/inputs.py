@@ -20,7 +20,12 @@ NAME = re.compile(r"^[#A-Za-z_][A-Za-z0-9_.\[\]]{0,99}$")
 
 
 def _is_tensor(value: object) -> bool:
-    return hasattr(value, "shape") and hasattr(value, "dtype") and callable(getattr(value, "stride", None))
+    try:
+        return (
+            hasattr(value, "shape") and hasattr(value, "dtype") and callable(getattr(value, "stride", None))
+        )
+    except (RuntimeError, NotImplementedError):  # a nested tensor's `shape` raises, not only lacks
+        return False
 
 
 def _dtype_name(dtype: object) -> str:
@@ -58,7 +63,7 @@ def record(
         try:
             shape = tuple(int(d) for d in value.shape)
             stride = tuple(int(s) for s in value.stride())
-        except (TypeError, ValueError, RuntimeError):  # a sparse or nested tensor has no strides
+        except (TypeError, ValueError, RuntimeError, NotImplementedError):  # sparse, nested: no strides
             continue
         found.append(TensorInput(name, shape, stride, _dtype_name(value.dtype)))
     return tuple(found[:MAX_INPUTS])

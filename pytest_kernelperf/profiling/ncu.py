@@ -23,11 +23,13 @@ the call's artefact folder. No torch, no pytest.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -35,6 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
+from pytest_kernelperf.formatting import escape_controls
 from pytest_kernelperf.model.counters import KernelCounters
 from pytest_kernelperf.profiling import ncu_csv
 from pytest_kernelperf.profiling.call_context import CallRecord
@@ -53,6 +56,10 @@ ABSENT = (
     "Nsight Compute or put ncu on PATH"
 )
 _ERROR = re.compile(r"^==ERROR==\s*(.*)$", re.MULTILINE)
+# How often a running ncu is looked at, and how long its killed process group's leader is waited
+# for (one in uninterruptible sleep dies only when it leaves it).
+_POLL_S = 0.05
+_KILL_WAIT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -191,7 +198,8 @@ def collect(
 
     def done(problem: str | None = None, lasting: bool = False, **found: object) -> CounterReading:
         seconds = time.monotonic() - began
-        said = [f"Nsight Compute counters not read: {problem}"] if problem else []
+        # The problem may quote ncu's output: its control characters are shown, not obeyed.
+        said = [f"Nsight Compute counters not read: {escape_controls(problem)}"] if problem else []
         return CounterReading(notes=tuple(notes + said), seconds=seconds, lasting=lasting, **found)  # type: ignore[arg-type]
 
     for attempt in (1, 2):
@@ -223,52 +231,91 @@ def collect(
             tail = " | ".join(output.strip().splitlines()[-3:])
             why = f"ncu wrote no report (exit code {code}); its last output: {tail}"
         return done(why)
-    kept = [report]
-    code, text = run(import_command(ncu, report), cwd, env, max(left(), 30.0))
-    if code is None or code != 0:
-        return done(f"`ncu --import {report}` failed: {text.strip()[-300:]}", artifacts=tuple(kept))
-    table = folder / f"{REPORT}.csv"
+    # A kernel ncu could not replay: its words, their control characters shown rather than obeyed.
+    notes.extend(f"ncu: {escape_controls(line.strip())}" for line in errors[:2])
+    kernels, problem, kept = _read_report(ncu, report, cwd, env, left(), request.timeout_s)
+    if problem is not None:
+        return done(problem, artifacts=kept)
+    seconds = time.monotonic() - began
+    notes.append(f"Nsight Compute counters of {len(kernels)} kernel(s) read in {seconds:.1f} s")
+    return CounterReading(kernels=kernels, artifacts=kept, notes=tuple(notes), seconds=seconds)
+
+
+def _read_report(
+    ncu: str, report: Path, cwd: Path, env: Mapping[str, str], allowed: float, limit: float
+) -> tuple[tuple[KernelCounters, ...], str | None, tuple[Path, ...]]:
+    """The counters per kernel in ncu's report, by `ncu --import` within the `allowed` seconds left
+    of the `limit`; why there are none (None: there are); the files kept (its CSV beside it)."""
+    allowed = max(allowed, 0.0)
+    code, text = run(import_command(ncu, report), cwd, env, allowed)
+    if code is None:
+        return (
+            (),
+            (
+                f"`ncu --import {report}` timed out after {allowed:.1f} s (what was left of "
+                f"--kernelperf-ncu-timeout={limit:g}); stopped"
+            ),
+            (report,),
+        )
+    if code != 0:
+        said = text.strip()[-300:] or "no output"
+        return (), f"`ncu --import {report}` failed (exit code {code}): {said}", (report,)
+    table = report.with_suffix(".csv")
     table.write_text(text, encoding="utf-8")
-    kept.append(table)
     try:
         kernels = ncu_csv.per_kernel(ncu_csv.parse(text))
     except ncu_csv.CsvError as exc:
-        return done(f"{exc} ({table})", artifacts=tuple(kept))
-    notes.extend(f"ncu: {line.strip()}" for line in errors[:2])  # a kernel it could not replay
-    if not kernels:
-        return done("ncu's report lists no kernel", artifacts=tuple(kept))
-    seconds = time.monotonic() - began
-    notes.append(f"Nsight Compute counters of {len(kernels)} kernel(s) read in {seconds:.1f} s")
-    return CounterReading(kernels=kernels, artifacts=tuple(kept), notes=tuple(notes), seconds=seconds)
+        return (), f"{exc} ({table})", (report, table)
+    return kernels, None if kernels else "ncu's report lists no kernel", (report, table)
 
 
 def run(argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout_s: float) -> tuple[int | None, str]:
-    """(exit code, output and errors together); exit code None when it ran past `timeout_s`, its
-    whole process group (ncu and the pytest child under it) then killed."""
-    try:
-        process = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-        )
-    except OSError as exc:
-        return 127, f"==ERROR== cannot start {argv[0]}: {exc}"
-    try:
-        output, _ = process.communicate(timeout=max(timeout_s, 0.1))
-    except subprocess.TimeoutExpired:
+    """(exit code, output and errors together); exit code None when it ran past `timeout_s` (or no
+    time was left to start it). The output goes to a file, not a pipe: a descendant that outlives
+    ncu holding its output open (a daemon in a session of its own, out of reach of a kill) cannot
+    keep this waiting for the pipe's end. Whatever is left of ncu's process group when ncu ends, or
+    when the time is up, is killed."""
+    if timeout_s <= 0:
+        return None, ""
+    with tempfile.TemporaryFile() as sink:
         try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            process.kill()
-        output, _ = process.communicate()
-        return None, output
-    return process.returncode, output
+            process = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return 127, f"==ERROR== cannot start {argv[0]}: {exc}"
+        ended = _ended_by(process.pid, time.monotonic() + timeout_s)
+        _kill_group(process)
+        sink.seek(0)
+        output = sink.read().decode("utf-8", errors="replace")
+    return (process.returncode if ended else None), output
+
+
+def _ended_by(pid: int, deadline: float) -> bool:
+    """Whether the process ended before `deadline`. It is left unreaped (a zombie), so that its
+    process id, which names its process group, cannot be reused before the group is killed."""
+    while True:
+        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(_POLL_S)
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """Kill what is left of the process's group (the pytest child under ncu, what either started
+    in it), then reap the process."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.kill()  # where the group could not be signalled; a no-op once it has ended
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=_KILL_WAIT_S)
 
 
 def synchronize() -> None:

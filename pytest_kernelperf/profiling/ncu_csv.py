@@ -5,8 +5,9 @@ The layout: a header line of quoted column names ("ID", "Process ID", ..., "Kern
 then one column per metric), a line of units (empty for the descriptive columns), then one row
 per kernel launch. Read defensively: lines before the header (ncu's own `==PROF==` or `==WARNING==`
 lines) are skipped, a units line is recognised rather than assumed, numbers may carry thousands
-separators, `n/a` or an empty cell is a counter not read, and units other than the base ones
-(`Kbyte`, `usecond`) are scaled back to bytes and nanoseconds. No torch, no pytest.
+separators, `n/a` or an empty cell is a counter not read, units other than the base ones
+(`Kbyte`, `usecond`) are scaled back to bytes and nanoseconds, and a kernel name's control
+characters (an escape sequence, a line break) are kept as escapes (`\\x1b`). No torch, no pytest.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from pytest_kernelperf.formatting import escape_controls
 from pytest_kernelperf.model.counters import ADDITIVE, STALL_PREFIX, STALL_REASONS, KernelCounters
 
 # Nsight Compute's metric -> our counter key (model/counters.py); the few derived ones follow.
@@ -84,7 +86,8 @@ def parse(text: str) -> list[Launch]:
             value = _number(row[index]) if index < len(row) else None
             if value is not None:
                 metrics[column] = value * _factor(units.get(column, ""))
-        launches.append(Launch(row[name_at].strip(), metrics))
+        # A name is shown in messages and tables: its control characters as escapes, never obeyed.
+        launches.append(Launch(escape_controls(row[name_at].strip()), metrics))
     return launches
 
 

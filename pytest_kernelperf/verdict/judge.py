@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from pytest_kernelperf.model.result import POWER, Comparison, Throttling, Verdict
-from pytest_kernelperf.verdict import noise
+from pytest_kernelperf.verdict import busy_host, noise
 from pytest_kernelperf.verdict import prior as prior_mod
 from pytest_kernelperf.verdict.messages import UPDATE_HINT
 
@@ -168,6 +168,9 @@ class JudgeOptions(_Floors, total=False):
     throttling: Throttling | None
     baseline_name: str  # what the baseline is called in reasons ("baseline" if not said)
     history: Sequence[Sequence[float]] | None
+    # The host's load average per core after this run's rounds, where the host measured the time
+    # (verdict/busy_host.py); None: not read, or a device time.
+    host_load: float | None
 
 
 def judge(current: Rounds, baseline: Rounds | None, **options: Unpack[JudgeOptions]) -> Comparison:
@@ -211,6 +214,11 @@ def judge(current: Rounds, baseline: Rounds | None, **options: Unpack[JudgeOptio
         notes.insert(0, note)
     elif verdict is Verdict.SAME and ratio > 1 + threshold:
         notes.append("beyond the threshold, not significant")
+    verdict, note = busy_host.judged_on_host(
+        verdict, current.rounds_ms, baseline.rounds_ms, options.get("host_load"), baseline_name
+    )
+    if note:
+        notes.insert(0, note)
     remedy = ROUNDS_REMEDY if test.round_share >= 0.5 else PROCESSES_REMEDY
     verdict, note = undetermined(verdict, test.detectable, threshold, remedy)
     if note:

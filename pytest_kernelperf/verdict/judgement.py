@@ -74,6 +74,7 @@ class Measured:
     device_time: MetricRecord
     host_latency: MetricRecord | None = None
     card: str | None = None  # the GPU's identity (its UUID) where known
+    host_timed: bool = True  # whether the host measured the device time (verdict/busy_host.py)
 
 
 def noise_priors(entries: Iterable[tuple[str, BaselineEntry]]) -> dict[str, NoisePrior]:
@@ -121,9 +122,12 @@ def judge_measurement(
     *,
     device: str,
     throttling: Throttling | None = None,
+    host_load: float | None = None,
 ) -> tuple[Comparison, Comparison | None]:
     """The device-time comparison and, for a measurement with host latency, the host-latency one
-    (new where the baseline has none); without a baseline entry both are new."""
+    (new where the baseline has none); without a baseline entry both are new. `host_load`: the
+    host's load average per core after the rounds (verdict/busy_host.py), which bears on the device
+    time where the host measured it (`measured.host_timed`) and on the host latency always."""
     there = baseline.environment.get(CARD_KEY) if baseline is not None else None
     common = {
         "device": device,
@@ -138,6 +142,7 @@ def judge_measurement(
         threshold=context.threshold,
         throttling=throttling,
         history=context.history if baseline is not None else None,
+        host_load=host_load if measured.host_timed else None,
         **common,  # type: ignore[arg-type]
     )
     host = None
@@ -147,6 +152,7 @@ def judge_measurement(
             _rounds(measured.host_latency, measured.card),
             _rounds(base, there) if base is not None else None,
             threshold=context.host_threshold,
+            host_load=host_load,
             **common,  # type: ignore[arg-type]
         )
     return comparison, host
