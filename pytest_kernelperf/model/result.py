@@ -177,15 +177,21 @@ class Comparison:
         return self.detectable
 
     @property
+    def adjusted_for_clock(self) -> bool:
+        """Whether the judged change is the time's adjusted for the clock (not where a clock drop
+        was judged but not excused: verdict/judge.py)."""
+        return self.time_ratio is not None and self.time_ratio != self.ratio
+
+    @property
     def time_change_pct(self) -> float | None:
         """The time's change where the judged one is adjusted for the clock, else None."""
-        return None if self.time_ratio is None else (self.time_ratio - 1) * 100
+        return (self.time_ratio - 1) * 100 if self.adjusted_for_clock and self.time_ratio else None
 
     def change(self) -> str:
         """The judged change as a reader sees it: "+5.1%", or "+0.7% adjusted for the clock (time +5.8%)"."""
         if self.ratio is None:
             return "?"
-        if self.time_ratio is None:
+        if not self.adjusted_for_clock or self.time_ratio is None:
             return f"{self.ratio - 1:+.1%}"
         return f"{self.ratio - 1:+.1%} adjusted for the clock (time {self.time_ratio - 1:+.1%})"
 
