@@ -46,8 +46,7 @@ def naive_slower(x: NDArray[np.float64], level: float) -> NDArray[np.bool_]:
     critical = stats.t.ppf(1 - level, np.maximum(n - 1, 1))
     looked: NDArray[np.bool_] = mean - critical * sd / np.sqrt(n) > 0
     looked[:, : PLANNED - 1] = False
-    ever: NDArray[np.bool_] = looked.any(axis=1)
-    return ever
+    return np.asarray(looked.any(axis=1), dtype=bool)
 
 
 @pytest.mark.parametrize("tails", ["normal", "t3", "outliers"])
