@@ -214,10 +214,10 @@ class Comparison:
                 f"ratio {self.ratio:.4f} ({_confidence(confidence)} {kind} {self.ratio_ci[0]:.4f}-"
                 f"{self.ratio_ci[1]:.4f})"
             )
-        if sequential is not None:
+        # The pairs drawn and why they stopped are in the reason; too few pairs bound nothing.
+        if sequential is not None and math.isfinite(sequential.upper):
             parts.append(
-                f"{self.rounds} pairs, stopped: {sequential.stopped}; slower than "
-                f"{sequential.upper:.4f} ruled out at {POWER:.0%} (±{sequential.resolution:.2%})"
+                f"slower than {sequential.upper:.4f} ruled out at {POWER:.0%} (±{sequential.resolution:.2%})"
             )
         parts.append(
             f"{'always-valid ' if sequential else ''}p={self.p_value:.2g} against level {self.level:.2g} "
