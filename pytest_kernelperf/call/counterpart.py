@@ -114,7 +114,7 @@ def answer(base: Counterpart, spec: CallSpec, run: CallRun, output: Any, origina
 
 def most_pairs(settings: Settings) -> int:
     """The most pairs drawn for one kernel: --kernelperf-max-rounds x the planned rounds."""
-    return settings.rounds * settings.max_rounds
+    return settings.plan().rounds * settings.max_rounds
 
 
 def pairs_wanted(
