@@ -83,7 +83,8 @@ def decisions(
     slower = mean - alarm > limit
     faster = mean + alarm < -limit
     same = mean + passing < limit
-    codes = np.select([slower, faster, same], [2, 3, 1], 0)
+    chosen = [VERDICTS.index(v) for v in (Verdict.SLOWER, Verdict.FASTER, Verdict.SAME)]
+    codes = np.select([slower, faster, same], chosen, VERDICTS.index(Verdict.UNDETERMINED))
     # A kernel whose mean lies beyond the threshold the faster way keeps drawing while `faster` may
     # still be decided: a sped-up kernel reads `faster`, not a bare `same`.
     return codes, slower | faster | (same & (mean > -limit))
