@@ -395,11 +395,12 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "pair_seconds",
         1.0,
-        "with --kernelperf-against: more pairs than the planned ones are drawn while a kernel's "
-        "measuring (its and REF's, the planned pairs included) has taken at most this many seconds, "
-        "the last pair begun finishing (a kernel whose pairs spread widely needs more to see small "
-        "changes; 0: the planned pairs only; their number also stops at --kernelperf-max-rounds x "
-        "the planned)",
+        "with --kernelperf-against: each kernel's budget: pairs are drawn until they decide the "
+        "verdict at the threshold or the kernel's measuring (its and REF's, the planned pairs "
+        "included) has taken this many seconds, the last pair begun finishing; undecided then, it "
+        "is undetermined, with the change its pairs could see (a kernel whose pairs spread widely "
+        "needs more to decide small changes; 0: the planned pairs only; their number also stops at "
+        "--kernelperf-max-rounds x the planned)",
         _seconds,
         marker=True,
     ),

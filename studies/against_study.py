@@ -16,8 +16,10 @@ The analysis, per kernel and per size class (verdict/noise.py's decades):
 * whether the offset cancels: the spread of each process's mean paired log ratio against what its
   pairs' own spread predicts (a ratio near 1: nothing is left between processes), beside the
   spread of the kernel's level itself between processes (what a stored baseline must absorb);
-* power: each run's pairs re-judged (the package's judge_paired) with this code's rounds scaled by
-  1 + delta, at the run's own level (alpha over its judgements), for delta 1% and 3%;
+* power: each run's pairs re-judged by the fixed-pair rule (studies/fixed_pairs.py, the rule these
+  runs were measured under) with this code's rounds scaled by 1 + delta, at the run's own level
+  (alpha over its judgements), for delta 1% and 3%; the sequential gate's power is
+  studies/sequential_gate_study.py's;
 * cost: the seconds of warm-up and rounds per call, both sides together.
 """
 
@@ -37,8 +39,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_kernelperf.results import runfile
-from pytest_kernelperf.verdict.judge import judge_paired
 from pytest_kernelperf.verdict.noise import size_class
+from studies.fixed_pairs import judge_paired
 from studies.study_common import REPO, Budget, run_files, run_pytest
 
 SUITE = "studies/scoring_kernels"
@@ -129,7 +131,7 @@ def analyse(folder: Path) -> str:
     lines.append(f"A/A': {verdicts['slower']} slower and {verdicts['faster']} faster in {judged} judgements")
     again = [str(_rejudged(r, 0.0).verdict) for results in by_kernel.values() for r in results]
     lines.append(
-        f"A/A' re-judged by this code's judge, m every measurement of the process: "
+        f"A/A' re-judged by the fixed-pair rule, m every measurement of the process: "
         f"{again.count('slower')} slower and {again.count('faster')} faster in {len(again)}"
     )
     if seconds:
@@ -205,7 +207,7 @@ def _at_every_measurement(result: dict[str, Any], measurements: int) -> dict[str
 
 
 def _rejudged(result: dict[str, Any], delta: float) -> Any:
-    """The pair judged by this code's judge, with this code's rounds scaled by 1 + delta."""
+    """The pair judged by the fixed-pair rule, with this code's rounds scaled by 1 + delta."""
     comparison = result["comparison"]
     return judge_paired(
         [x * (1 + delta) for x in result["device_time"]["rounds_ms"]],

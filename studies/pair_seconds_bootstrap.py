@@ -27,9 +27,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_kernelperf.verdict.judgement import JudgementContext, judge_pair, pairs_needed
+from pytest_kernelperf.verdict.judgement import JudgementContext
 from pytest_kernelperf.verdict.noise import size_class
 from studies.against_study import log_ratios
+from studies.fixed_pairs import judge_pair, pairs_needed
 from studies.study_common import run_files
 
 PLANNED = 5

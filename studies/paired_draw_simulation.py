@@ -19,7 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_kernelperf.verdict.judgement import JudgementContext, judge_pair, pairs_needed
+from pytest_kernelperf.verdict.judgement import JudgementContext
+from studies.fixed_pairs import judge_pair, pairs_needed
 
 DEVICE, METHOD, LEVEL_MS, MOST = "NVIDIA H200", "cupti", 0.05, 30
 

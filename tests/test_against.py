@@ -860,21 +860,31 @@ def test_objects_made_in_tests_are_rebuilt_through_lists_hooks_and_bound_methods
 def test_pair_seconds_bounds_the_pairs_drawn_beyond_the_planned_ones(
     pytester: pytest.Pytester, repo: Path
 ) -> None:
-    # Pairs spread about 0.4% here: five cannot see twice the threshold, so more are drawn; with no
-    # seconds for them, the planned five are judged.
+    # Pairs spread about 0.4% here: five cannot rule out a slowdown beyond the threshold, so more are
+    # drawn until they do; with no seconds for them, the planned five are judged, and the budget ran
+    # out before a verdict: `undetermined`, with the change they could see.
     run(pytester, "--kernelperf-against", "HEAD").assert_outcomes(passed=2)
     topped_up = {name: len(r["against"]["rounds_ms"]) for name, r in results(pytester).items()}
-    run(pytester, "--kernelperf-against", "HEAD", "--kernelperf-pair-seconds=0").assert_outcomes(passed=2)
-    planned = {name: len(r["against"]["rounds_ms"]) for name, r in results(pytester).items()}
+    allowed = "--kernelperf-allow-undetermined"
+    result = run(pytester, "--kernelperf-against", "HEAD", "--kernelperf-pair-seconds=0", allowed)
+    result.assert_outcomes(passed=2)
+    found = results(pytester)
+    planned = {name: len(r["against"]["rounds_ms"]) for name, r in found.items()}
     assert planned == {"test_double": 5, "test_steady": 5}
     assert all(count > 5 for count in topped_up.values()), topped_up
+    steady = found["test_steady"]["comparison"]
+    assert found["test_steady"]["verdict"] == "undetermined"
+    assert steady["sequential"]["stopped"] == "budget" and 0.005 < steady["sequential"]["resolution"] < 0.05
+    seen = f"±{steady['sequential']['resolution']:.1%}"
+    assert steady["reason"].startswith(f"{seen} after 5 pairs, its budget spent (--kernelperf-pair-seconds)")
+    assert f"undetermined ({seen} after 5 pairs" in result.stdout.str()
     # Per test, through the marker.
     (repo / "test_ops.py").write_text(
         TESTS.replace(
             "def test_double", "import pytest\n\n@pytest.mark.kernelperf(pair_seconds=0)\ndef test_double"
         )
     )
-    run(pytester, "--kernelperf-against", "HEAD").assert_outcomes(passed=2)
+    run(pytester, "--kernelperf-against", "HEAD", allowed).assert_outcomes(passed=2)
     marked = {name: len(r["against"]["rounds_ms"]) for name, r in results(pytester).items()}
     assert marked == {"test_double": 5, "test_steady": topped_up["test_steady"]}
 
@@ -888,3 +898,40 @@ def test_an_undetermined_pair_fails_the_gate_unless_allowed(pytester: pytest.Pyt
     assert results(pytester)["test_double"]["verdict"] == "undetermined"
     assert "fails a pair that could not see a change as small as its threshold" in failed.stdout.str()
     run(pytester, *options, "--kernelperf-allow-undetermined").assert_outcomes(passed=1)
+
+
+def test_the_sequential_gate_stops_once_decided_and_says_how_many_pairs_it_drew(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    """An unchanged kernel stops as soon as its pairs rule out the threshold, a +5% one as soon as
+    they show it beyond; both far below the most pairs allowed (5 x 64)."""
+    (repo / "kern" / "ops.py").write_text(OPS.format(double_ms=0.021))  # +5% in the work tree
+    result = run(pytester, "--kernelperf-against", "HEAD")
+    result.assert_outcomes(failed=1, passed=1)
+    found = results(pytester)
+    double, steady = found["test_double"], found["test_steady"]
+    assert (double["verdict"], steady["verdict"]) == ("slower", "same")
+    for judged in (double, steady):
+        assert judged["comparison"]["sequential"]["stopped"] == "decided"
+        assert judged["comparison"]["test"].startswith("confidence sequence")
+        assert 5 <= judged["comparison"]["rounds"] == len(judged["against"]["rounds_ms"]) <= 40
+    assert steady["comparison"]["sequential"]["upper"] < 1.005  # a slowdown beyond 0.5% ruled out
+    assert double["comparison"]["ratio_ci"][0] > 1.005  # slower beyond the threshold, at its level
+    text = result.stdout.str()
+    assert f"same ({steady['comparison']['rounds']} pairs, decided: at most +" in text
+    assert f"slower ({double['comparison']['rounds']} pairs, decided: at least +" in text
+
+
+def test_a_kernel_at_the_line_draws_to_the_most_pairs_and_says_so(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    """+0.5% exactly, the threshold: no number of pairs decides it; with at most 3 x 5 pairs it
+    stops at 15, `undetermined`, and fails the gate (passes with --kernelperf-allow-undetermined)."""
+    (repo / "kern" / "ops.py").write_text(OPS.format(double_ms=0.0201))
+    run(pytester, "--kernelperf-against", "HEAD", "--kernelperf-max-rounds=3").assert_outcomes(
+        failed=1, passed=1
+    )
+    double = results(pytester)["test_double"]
+    assert double["verdict"] == "undetermined" and double["comparison"]["rounds"] == 15
+    assert double["comparison"]["sequential"]["stopped"] == "most pairs"
+    assert "at the most pairs (--kernelperf-max-rounds x the planned)" in double["comparison"]["reason"]

@@ -21,8 +21,10 @@ from pytest_kernelperf.model.result import (
     Comparison,
     Found,
     MemoryCheck,
+    PairsStopped,
     RatioCheck,
     RevisionCheck,
+    SequentialPairs,
     Verdict,
 )
 from pytest_kernelperf.results import runfile
@@ -112,6 +114,7 @@ def test_json_matches_the_documented_schema_and_reads_back(project: Project) -> 
     # memory are CUDA-only; the revision of --kernelperf-against is tests/test_against.py's).
     assert set(documented()) - seen <= {
         "results[].against",
+        "results[].comparison.sequential",
         "results[].host_latency",
         "results[].baseline_entry.kernels[]",
         "results[].baseline_entry.compile_context",
@@ -195,7 +198,15 @@ def full_result() -> BenchResult:
         samples_ms=(0.5, 0.5123456789, 0.53),
         ci_ms=(0.5, 0.53),
         baseline_ms=0.4,
-        comparison=Comparison(Verdict.SLOWER, 1.28, 1e-9, 0.05, 0.01, ""),
+        comparison=Comparison(
+            Verdict.SLOWER,
+            1.28,
+            1e-9,
+            0.05,
+            0.01,
+            "",
+            sequential=SequentialPairs(PairsStopped.DECIDED, 1.31, 0.024),
+        ),
         host_method="cuda-event",
         host_median_ms=0.02,
         host_baseline_ms=0.019,
@@ -278,6 +289,15 @@ def test_non_finite_numbers_are_written_as_null() -> None:
     data = runfile.result_to_dict(result)
     assert data["comparison"]["ratio"] is None and data["comparison"]["p_value"] is None
     json.dumps(data, allow_nan=False)  # valid JSON for strict readers
+
+
+def test_an_unbounded_paired_interval_is_written_null_and_read_back_unbounded() -> None:
+    unbounded = SequentialPairs(PairsStopped.BUDGET, math.inf, math.inf)
+    comparison = Comparison(Verdict.UNDETERMINED, 1.01, 0.5, 0.005, 0.01, sequential=unbounded)
+    result = BenchResult("t.py::test", None, "cpu", Verdict.UNDETERMINED, comparison=comparison)
+    data = json.loads(json.dumps(runfile.result_to_dict(result), allow_nan=False))
+    assert data["comparison"]["sequential"] == {"stopped": "budget", "upper": None, "resolution": None}
+    assert runfile.result_from_dict(data).comparison == comparison
 
 
 @pytest.mark.parametrize(

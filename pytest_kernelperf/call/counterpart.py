@@ -1,5 +1,6 @@
 """--kernelperf-against: fn's counterpart at another revision, its first answer, how many pairs of
-rounds it is timed in, and the judgement of fn against it."""
+rounds it is timed in (until they decide the verdict, or the kernel's budget is spent), and the
+judgement of fn against it."""
 
 from __future__ import annotations
 
@@ -12,15 +13,23 @@ from typing import TYPE_CHECKING, Any
 from pytest_kernelperf.call.context import CallRun
 from pytest_kernelperf.call.spec import CallSpec
 from pytest_kernelperf.correctness import compare_answers
-from pytest_kernelperf.measure.timing import SamplingPlan, Timing
+from pytest_kernelperf.measure.timing import Timing
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.model.names import HOST_PATH_METHODS
-from pytest_kernelperf.model.result import BenchResult, Comparison, Found, RevisionCheck, Verdict
-from pytest_kernelperf.verdict.judgement import judge_pair, pairs_needed
+from pytest_kernelperf.model.result import (
+    BenchResult,
+    Comparison,
+    Found,
+    PairsStopped,
+    RevisionCheck,
+    Verdict,
+)
+from pytest_kernelperf.verdict.judgement import judge_pair, pairs_settled
 
 if TYPE_CHECKING:  # --kernelperf-against's loader is imported only by a run that uses it
     from pytest_kernelperf.revision.loader import Lookup
     from pytest_kernelperf.revision.source import Revision
+    from pytest_kernelperf.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -103,26 +112,27 @@ def answer(base: Counterpart, spec: CallSpec, run: CallRun, output: Any, origina
     return replace(base, answers=answers)
 
 
+def most_pairs(settings: Settings) -> int:
+    """The most pairs drawn for one kernel: --kernelperf-max-rounds x the planned rounds."""
+    return settings.plan().rounds * settings.max_rounds
+
+
 def pairs_wanted(
-    run: CallRun, index: int, plan: SamplingPlan, device: DeviceInfo
+    run: CallRun, index: int, device: DeviceInfo
 ) -> Callable[[list[Timing], list[list[Timing]]], bool]:
     """Whether the interleaving draws another group for the pair with the revision (the others'
-    `index`): once the planned pairs are in, how many are needed is decided
-    (judgement.pairs_needed, up to the plan's most rounds, --kernelperf-max-rounds x the planned),
-    and groups are drawn up to that while measuring has taken at most the pair_seconds setting."""
+    `index`): the sequential gate (verdict/sequential.py) draws until the pairs decide the verdict,
+    at most most_pairs of them, while measuring has taken at most the pair_seconds setting."""
     context = run.judgement_context(device)
-    most = plan.max_rounds or plan.rounds * run.settings.max_rounds
+    most = most_pairs(run.settings)
     began = time.monotonic()
-    goal: int | None = None  # decided once, after the planned rounds
 
     def wanted(fn_rounds: list[Timing], other_rounds: list[list[Timing]]) -> bool:
-        nonlocal goal
-        if goal is None:
-            fn_ms = [t.device_time.round_locations_ms[-1] for t in fn_rounds]
-            base_ms = [t.device_time.round_locations_ms[-1] for t in other_rounds[index]]
-            method = fn_rounds[0].device_time.method
-            goal = pairs_needed(fn_ms, base_ms, context, device=device.name, method=method, most=most)
-        return len(fn_rounds) < goal and time.monotonic() - began <= run.settings.pair_seconds
+        if len(fn_rounds) >= most or time.monotonic() - began > run.settings.pair_seconds:
+            return False
+        fn_ms = [t.device_time.round_locations_ms[-1] for t in fn_rounds]
+        base_ms = [t.device_time.round_locations_ms[-1] for t in other_rounds[index]]
+        return not pairs_settled(fn_ms, base_ms, context)
 
     return wanted
 
@@ -155,12 +165,13 @@ def judged_against(
         )
         comparison = Comparison(Verdict.INCOMPARABLE, reason=reason)
     else:
+        pairs = measured.round_locations_ms
+        most = len(pairs) >= most_pairs(run.settings)
         comparison = judge_pair(
-            measured.round_locations_ms,
+            pairs,
             there.round_locations_ms,
             run.judgement_context(device),
-            device=device.name,
-            method=measured.method,
+            unsettled=PairsStopped.MOST_PAIRS if most else PairsStopped.BUDGET,
         )
     return replace(
         result,

@@ -103,7 +103,7 @@ def measure(run: CallRun, rounds: Rounds, base: Counterpart | None, context: Cal
     device, plan, others = rounds.target.device, rounds.plan, dict(rounds.others)
     more, paired_plan = None, plan
     if "base" in others:
-        more = pairs_wanted(run, list(others).index("base"), plan, device)
+        more = pairs_wanted(run, list(others).index("base"), device)
         if list(others) == ["base"]:
             # Each pair shares its placement, so a placement-sensitive fn needs no extra rounds of
             # its own: the pairs' spread decides how many are drawn. (A reference timed beside

@@ -137,6 +137,28 @@ class Throttling:
         return f"GPU throttled{kept} ({', '.join(self.reasons)}{clocks})"
 
 
+class PairsStopped(str, enum.Enum):
+    """Why the sequential paired gate (--kernelperf-against) drew no more pairs."""
+
+    DECIDED = "decided"  # the verdict was decided at the threshold
+    BUDGET = "budget"  # the kernel's measuring reached --kernelperf-pair-seconds
+    MOST_PAIRS = "most pairs"  # --kernelperf-max-rounds x the planned rounds
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class SequentialPairs:
+    """How the sequential paired gate ended (verdict/sequential.py): why it stopped, and its pass
+    interval (at 1 - POWER, valid however the stopping fell) on the ratio: its upper end and its
+    half-width, relative, the size of change these pairs could see."""
+
+    stopped: PairsStopped
+    upper: float  # the ratio's pass bound: slower than this is ruled out
+    resolution: float
+
+
 @dataclass(frozen=True)
 class Comparison:
     """A verdict and the evidence for it. Relative figures are fractions (0.01 = 1%)."""
@@ -160,6 +182,7 @@ class Comparison:
     # The ratio of times where `ratio` is that of times adjusted for the clock (a kernel at the power
     # cap in run and baseline, verdict/judge.py); None where the two are one.
     time_ratio: float | None = None
+    sequential: SequentialPairs | None = None  # the paired gate's stop (--kernelperf-against)
 
     @property
     def change_pct(self) -> float | None:
@@ -201,14 +224,22 @@ class Comparison:
         if self.p_value is None or self.level is None:
             return self.reason
         parts = []
+        sequential = self.sequential
         if self.ratio_ci is not None and self.ratio is not None:
-            confidence = 1 - 2 * self.level
+            # The paired gate's interval is two-sided at the level, and holds at every pair drawn.
+            confidence = 1 - self.level if sequential else 1 - 2 * self.level
+            kind = "always-valid interval" if sequential else "CI"
             parts.append(
-                f"ratio {self.ratio:.4f} ({_confidence(confidence)} CI {self.ratio_ci[0]:.4f}-"
+                f"ratio {self.ratio:.4f} ({_confidence(confidence)} {kind} {self.ratio_ci[0]:.4f}-"
                 f"{self.ratio_ci[1]:.4f})"
             )
+        # The pairs drawn and why they stopped are in the reason; too few pairs bound nothing.
+        if sequential is not None and math.isfinite(sequential.upper):
+            parts.append(
+                f"slower than {sequential.upper:.4f} ruled out at {POWER:.0%} (±{sequential.resolution:.2%})"
+            )
         parts.append(
-            f"p={self.p_value:.2g} against level {self.level:.2g} "
+            f"{'always-valid ' if sequential else ''}p={self.p_value:.2g} against level {self.level:.2g} "
             f"(alpha {self.alpha:g} over {self.planned_judgements} judgement"
             f"{'s' if self.planned_judgements != 1 else ''})"
         )

@@ -33,14 +33,17 @@ from pytest_kernelperf.model.result import (
     Comparison,
     Found,
     MemoryCheck,
+    PairsStopped,
     RatioCheck,
     Reading,
     RevisionCheck,
+    SequentialPairs,
     Throttling,
     Verdict,
 )
 from pytest_kernelperf.results.cost import RUN_PHASES, RunCost, add_up
 from pytest_kernelperf.results.throughput import figures
+from pytest_kernelperf.verdict import sequential
 from pytest_kernelperf.verdict.judge import MODEL
 
 MAX_FILE_BYTES = 512 * 1024 * 1024
@@ -112,7 +115,7 @@ def _comparison(comparison: Comparison | None) -> dict[str, Any] | None:
         "p_value": _num(comparison.p_value),
         "threshold": comparison.threshold,
         "alpha": comparison.alpha,
-        "test": MODEL,  # derived
+        "test": sequential.MODEL if comparison.sequential else MODEL,  # derived
         "reason": comparison.reason,
         "ratio_ci": list(comparison.ratio_ci) if comparison.ratio_ci else None,
         "level": comparison.level,
@@ -125,8 +128,15 @@ def _comparison(comparison: Comparison | None) -> dict[str, Any] | None:
         "rounds": comparison.rounds,
         "baseline_rounds": comparison.baseline_rounds,
         "time_ratio": _num(comparison.time_ratio),
+        "sequential": _sequential(comparison.sequential),
         "evidence": comparison.evidence(),  # derived
     }
+
+
+def _sequential(stop: SequentialPairs | None) -> dict[str, Any] | None:
+    if stop is None:
+        return None
+    return {"stopped": str(stop.stopped), "upper": _num(stop.upper), "resolution": _num(stop.resolution)}
 
 
 def _throttling(throttling: Throttling | None) -> dict[str, Any] | None:
@@ -495,6 +505,22 @@ def _comparison_from(reader: _Reader | None) -> Comparison | None:
         rounds=reader.whole("rounds", optional=True),
         baseline_rounds=reader.whole("baseline_rounds", optional=True),
         time_ratio=reader.number("time_ratio", optional=True),
+        sequential=_sequential_from(reader.child("sequential", optional=True)),
+    )
+
+
+def _sequential_from(reader: _Reader | None) -> SequentialPairs | None:
+    """The paired gate's stop; a bound or resolution written null is unbounded (too few pairs)."""
+    if reader is None:
+        return None
+    stopped = reader.req_text("stopped")
+    if stopped not in {str(s) for s in PairsStopped}:
+        raise reader.fail("stopped", f"expected one of {', '.join(map(str, PairsStopped))}, got {stopped!r}")
+    upper, resolution = (reader.number(key, optional=True) for key in ("upper", "resolution"))
+    return SequentialPairs(
+        PairsStopped(stopped),
+        math.inf if upper is None else upper,
+        math.inf if resolution is None else resolution,
     )
 
 

@@ -341,7 +341,6 @@ PROCESSES_REMEDY = (
     "(--kernelperf-record-processes, --kernelperf-add-occasion), a run history (--kernelperf-history), "
     "or pairs with the code it replaces (--kernelperf-against)"
 )
-PAIRED_REMEDY = "more pairs (--kernelperf-pair-seconds, --kernelperf-max-rounds) or a quieter machine"
 
 
 def undetermined_beyond(threshold: float) -> float:
@@ -555,45 +554,6 @@ def paired_test(
         df=df,
         source=source,
         detectable=test.detectable,
-    )
-
-
-def judge_paired(
-    current_ms: Sequence[float],
-    base_ms: Sequence[float],
-    *,
-    device: str,
-    method: str,
-    threshold: float,
-    alpha: float,
-    planned_judgements: int = 1,
-    prior: prior_mod.NoisePrior | None = None,
-) -> Comparison:
-    """The verdict on rounds paired with rounds of another version timed in the same process
-    (round i of each at the same placement): the paired test of their log ratios against no
-    change, with the same rule as `judge`: "slower" needs the evidence at alpha / m AND the ratio
-    beyond the practical floor. No between-process part: both sides share the process."""
-    planned = max(1, planned_judgements)
-    test = paired_test(current_ms, base_ms, device, method, 1.0, alpha / planned, prior)
-    verdict = _verdict(test, threshold)
-    beyond = verdict is Verdict.SAME and test.ratio > 1 + threshold
-    verdict, note = undetermined(verdict, test.detectable, threshold, PAIRED_REMEDY)
-    reasons = ["beyond the threshold, not significant"] if beyond else []
-    return Comparison(
-        verdict,
-        ratio=test.ratio,
-        p_value=test.p_faster if test.ratio < 1 else test.p_slower,
-        reason="; ".join([*reasons, note] if note else reasons),
-        ratio_ci=test.ratio_ci,
-        level=test.level,
-        noise_sd=test.sd,
-        noise_source=test.source,
-        detectable=max(test.detectable, threshold),
-        rounds=len(current_ms),
-        baseline_rounds=len(base_ms),
-        threshold=threshold,
-        alpha=alpha,
-        planned_judgements=planned,
     )
 
 

@@ -9,7 +9,7 @@ A pytest run (kernel_bench.py), saved-run compare (results/saved_runs.py) and bi
 * `noise_priors` pools the prior from a baseline set, `suite_judgements` counts m: one rule each;
 * `judge_measurement` judges a measurement's stored metrics (device time and host latency) against
   its baseline entry; `judge_pair` judges its rounds against another revision's, timed in the same
-  process (`--kernelperf-against`), and `pairs_needed` says how many pairs it should have;
+  process (`--kernelperf-against`), and `pairs_settled` says when those pairs need no more;
 * `failures` says why a judged result fails, if it does.
 
 Pure logic: no torch, no pytest.
@@ -18,16 +18,23 @@ Pure logic: no torch, no pytest.
 from __future__ import annotations
 
 import enum
-import math
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord
 from pytest_kernelperf.model.device import CARD_KEY
-from pytest_kernelperf.model.result import NOT_JUDGED, BenchResult, Comparison, Throttling, Verdict
-from pytest_kernelperf.verdict.judge import Rounds, judge, judge_paired
+from pytest_kernelperf.model.result import (
+    NOT_JUDGED,
+    BenchResult,
+    Comparison,
+    PairsStopped,
+    Throttling,
+    Verdict,
+)
+from pytest_kernelperf.verdict.judge import Rounds, judge
 from pytest_kernelperf.verdict.noise import HISTORY_MAX_RUNS
 from pytest_kernelperf.verdict.prior import NoisePrior
+from pytest_kernelperf.verdict.sequential import judge_pairs
 
 
 @dataclass(frozen=True)
@@ -163,55 +170,25 @@ def judge_pair(
     base_ms: Sequence[float],
     context: JudgementContext,
     *,
-    device: str,
-    method: str,
+    unsettled: PairsStopped = PairsStopped.BUDGET,
 ) -> Comparison:
     """Device time against another version of the code timed in the same process, round for
-    round (`--kernelperf-against`): the paired judgement, at the run's threshold and level."""
-    return judge_paired(
+    round (`--kernelperf-against`): the sequential paired gate's verdict at the last pair, at the
+    run's threshold and level; `unsettled`: why the drawing stopped if the pairs decide nothing."""
+    return judge_pairs(
         current_ms,
         base_ms,
-        device=device,
-        method=method,
         threshold=context.threshold,
         alpha=context.alpha,
         planned_judgements=context.planned_judgements,
-        prior=context.prior,
+        unsettled=unsettled,
     )
 
 
-# After the planned rounds, the pairs are topped up once to as many as can detect this many times the
-# practical floor (1% at the default 0.5%) with the judge's power, within the pair_seconds setting's
-# measuring. On an H200 the pairs of ordinary kernels spread 0.1-0.6% (docs/measurement.md), so five
-# leave +1% undetected at the suite's level for about a third of kernels. The number is decided
-# once, from the planned pairs' spread, never from their ratio: drawing until the spread happens to
-# look small would stop on an underestimate and make false verdicts about twice as frequent.
-PAIRED_DETECT_FLOORS = 2.0
-
-
-def pairs_needed(
-    current_ms: Sequence[float],
-    base_ms: Sequence[float],
-    context: JudgementContext,
-    *,
-    device: str,
-    method: str,
-    most: int,
-) -> int:
-    """How many pairs in all (at least those given, at most `most`) would detect
-    PAIRED_DETECT_FLOORS x the threshold, by the pairs given (see judge_paired's `detectable`: it
-    shrinks as one over the square root of the pairs)."""
-    have = len(current_ms)
-    if have >= most:
-        return have
-    detectable = judge_pair(current_ms, base_ms, context, device=device, method=method).detectable
-    target = PAIRED_DETECT_FLOORS * context.threshold
-    if detectable is None or detectable <= target:
-        return have
-    if target <= 0 or have < 2 or not math.isfinite(detectable):
-        return most
-    wanted = math.ceil(have * (math.log1p(detectable) / math.log1p(target)) ** 2)
-    return max(have, min(most, wanted))
+def pairs_settled(current_ms: Sequence[float], base_ms: Sequence[float], context: JudgementContext) -> bool:
+    """Whether the pairs so far decide the verdict at the threshold, so that no more are drawn."""
+    comparison = judge_pair(current_ms, base_ms, context)
+    return comparison.sequential is not None and comparison.sequential.stopped is PairsStopped.DECIDED
 
 
 # A first measurement that reads slower, or whose change lies beyond the threshold with a p-value
