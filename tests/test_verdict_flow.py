@@ -92,7 +92,7 @@ def test_a_kernel_at_the_power_cap_is_judged_on_time_adjusted_for_the_clock(proj
     slowed.stdout.fnmatch_lines(  # type: ignore[attr-defined]
         ["*1.15 ms vs baseline 1 ms (+15.0%, practical floor*"]
     )
-    assert "beyond what the clock drop explains: judged on time" in slowed.stdout.str()
+    assert "beyond what the clock drop explains: judged on time" in slowed.stdout.str()  # type: ignore[attr-defined]
 
 
 def test_strict_fails_unreliable_incomparable_and_new(project: Project) -> None:
