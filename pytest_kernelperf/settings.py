@@ -355,7 +355,9 @@ OPTIONS: tuple[Option, ...] = (
         False,
         "with --kernelperf-update-baselines, add this run's processes to each stored entry as one more "
         "recording occasion (the same code, another machine or day) instead of replacing it: a "
-        "baseline from several occasions leaves less of one occasion's offset in every verdict",
+        "baseline from several occasions leaves less of one occasion's offset in every verdict. A call "
+        "this run judged slower or faster, or whose inputs, compile context or timer changed, fails "
+        "its test and its entry is left as it was",
         _bool,
         flag=True,
     ),

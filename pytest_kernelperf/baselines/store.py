@@ -11,15 +11,15 @@ from __future__ import annotations
 import errno
 import hashlib
 import re
-from collections.abc import Collection, Iterator, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from pytest_kernelperf.baselines import processes
 from pytest_kernelperf.atomic import remove_stale_temporaries, write_atomic
+from pytest_kernelperf.baselines import processes
 from pytest_kernelperf.baselines.schema import as_stored, rounded
-from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord
 from pytest_kernelperf.baselines.yaml_io import REPAIR, BaselineError, UnwritableEntry, dump, read
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord
 from pytest_kernelperf.model.result import MEMORY_FLOOR_BYTES
 
 WRITE_INTERRUPTED_OPTION = "--kernelperf-write-interrupted"
@@ -114,9 +114,11 @@ class BaselineStore:
 
     def stage_process(self, path: Path, key: EntryKey, entry: BaselineEntry) -> None:
         """Stage `entry`, measured by a later recording process, as one more process of the entry
-        staged for `key` (or as the entry, where none is)."""
+        staged for `key`. Where the first process staged none (it refused an occasion, or did not
+        measure the call), the later one's is left out: alone, it would replace the stored entry."""
         staged = self._staged.get(path, {}).get(key)
-        self.stage(path, key, processes.combine(staged, entry) if staged is not None else entry)
+        if staged is not None:
+            self.stage(path, key, processes.combine(staged, entry))
 
     @property
     def staged(self) -> dict[Path, dict[EntryKey, BaselineEntry]]:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from pytest_kernelperf.baselines import occasions
 from pytest_kernelperf.baselines.processes import another_occasion
 from pytest_kernelperf.baselines.yaml_io import BaselineError
 from pytest_kernelperf.call.context import CallRun, Measurement, Rounds
@@ -52,6 +53,7 @@ from pytest_kernelperf.verdict.messages import (
     against_message,
     memory_failure,
     not_judged,
+    occasion_refused,
     ratio_message,
     regression_message,
     strictly_not_judged,
@@ -249,12 +251,26 @@ def entry(
     )
 
 
-def to_stage(run: CallRun, measurement: Measurement, entry: BaselineEntry) -> BaselineEntry:
-    """What an update stages: the entry, or with --kernelperf-add-occasion the stored one with this
-    run's processes as one more occasion (a later recording process's entry joins the first's)."""
-    stored = measurement.baseline
+def to_stage(run: CallRun, measurement: Measurement, result: BenchResult) -> BaselineEntry | None:
+    """What an update stages: the result's entry, or with --kernelperf-add-occasion the stored one
+    with this run's processes as one more occasion (a later recording process's entry joins the
+    first's). None: nothing, the stored entry stays as it is; an occasion of another call, or of a
+    level this run judged different, fails the test, one past the cap is said."""
+    __tracebackhide__ = True
+    stored, entry = measurement.baseline, result.entry
+    assert entry is not None
     if not run.settings.add_occasion or stored is None or run.later_recording:
         return entry
+    why = occasions.not_the_same_call(stored, entry, result.verdict, result.change_pct)
+    if why is not None:
+        run.host.defer(occasion_refused(result, measurement.path, why))
+        return None
+    full = occasions.beyond_the_cap(stored, entry)
+    if full is not None:
+        run.warn(
+            f"not added as another recording occasion of its baseline entry in {measurement.path}: {full}"
+        )
+        return None
     return another_occasion(stored, entry)
 
 
