@@ -40,7 +40,7 @@ from pytest_kernelperf.model.call import (
     TensorInput,
 )
 from pytest_kernelperf.model.counters import BY_KEY as COUNTERS_BY_KEY
-from pytest_kernelperf.model.counters import KernelCounters
+from pytest_kernelperf.model.counters import MAX_PCT, KernelCounters
 from pytest_kernelperf.model.names import BUILTIN_METHODS, CACHE_MODES, METRICS
 from pytest_kernelperf.profiling.compile_context import valid_text
 from pytest_kernelperf.verdict.noise import geometric_mean
@@ -447,8 +447,10 @@ def counters_from_data(value: Any) -> tuple[KernelCounters, ...]:
                 known = ", ".join(COUNTERS_BY_KEY)
                 raise SchemaError(where, f"unknown counter {key!r} (known: {known})")
             values[key] = _non_negative(number, where, f"{key} of {name!r}")
-            if counter.kind == "pct" and values[key] > 100:
-                raise SchemaError(where, f"{key} of {name!r} is a percentage, at most 100, got {number!r}")
+            if counter.kind == "pct" and values[key] > MAX_PCT:
+                raise SchemaError(
+                    where, f"{key} of {name!r} is a percentage, at most {MAX_PCT:g}, got {number!r}"
+                )
         out.append(KernelCounters(name=name, launches=launches, values=values))
     return tuple(out)
 

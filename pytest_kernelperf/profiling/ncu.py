@@ -228,9 +228,10 @@ def collect(
     table.write_text(text, encoding="utf-8")
     kept.append(table)
     try:
-        kernels = ncu_csv.per_kernel(ncu_csv.parse(text))
+        kernels, out_of_range = ncu_csv.within_range(ncu_csv.per_kernel(ncu_csv.parse(text)))
     except ncu_csv.CsvError as exc:
         return done(f"{exc} ({table})", artifacts=tuple(kept))
+    notes.extend([out_of_range] if out_of_range else [])
     notes.extend(f"ncu: {line.strip()}" for line in errors[:2])  # a kernel it could not replay
     if not kernels:
         return done("ncu's report lists no kernel", artifacts=tuple(kept))
