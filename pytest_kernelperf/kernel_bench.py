@@ -223,9 +223,7 @@ class KernelBench:
             result = replace(result, artifacts=artifacts, notes=result.notes + profiled.notes)
         if run.settings.update:
             with run.clock.phase("baseline_io"):
-                staged = judged.to_stage(run, measurement, result)
-                if staged is not None:
-                    run.store.stage(measurement.path, measurement.key, staged)
+                judged.stage(run, measurement, result)
         result = run.record(result)
         judged.enforce(run, result, measurement, profiled, entry.environment)
         return result

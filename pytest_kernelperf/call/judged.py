@@ -251,27 +251,28 @@ def entry(
     )
 
 
-def to_stage(run: CallRun, measurement: Measurement, result: BenchResult) -> BaselineEntry | None:
-    """What an update stages: the result's entry, or with --kernelperf-add-occasion the stored one
-    with this run's processes as one more occasion (a later recording process's entry joins the
-    first's). None: nothing, the stored entry stays as it is; an occasion of another call, or of a
-    level this run judged different, fails the test, one past the cap is said."""
+def stage(run: CallRun, measurement: Measurement, result: BenchResult) -> None:
+    """An update stages the result's entry, or with --kernelperf-add-occasion the stored one with
+    this run's processes as one more occasion (a later recording process's entry joins the first's
+    in the main process). An occasion of another call, or of a level this run judged different,
+    stages nothing and fails the test; one past the cap stages nothing and says so: the stored entry
+    stays as it is."""
     __tracebackhide__ = True
     stored, entry = measurement.baseline, result.entry
     assert entry is not None
-    if not run.settings.add_occasion or stored is None or run.later_recording:
-        return entry
-    why = occasions.not_the_same_call(stored, entry, result.verdict, result.change_pct)
-    if why is not None:
-        run.host.defer(occasion_refused(result, measurement.path, why))
-        return None
-    full = occasions.beyond_the_cap(stored, entry)
-    if full is not None:
-        run.warn(
-            f"not added as another recording occasion of its baseline entry in {measurement.path}: {full}"
-        )
-        return None
-    return another_occasion(stored, entry)
+    if run.settings.add_occasion and stored is not None and not run.later_recording:
+        why = occasions.not_the_same_call(stored, entry, result.verdict, result.change_pct)
+        if why is not None:
+            run.host.defer(occasion_refused(result, measurement.path, why))
+            return
+        full = occasions.beyond_the_cap(stored, entry)
+        if full is not None:
+            run.warn(
+                f"not added as another recording occasion of its baseline entry in {measurement.path}: {full}"
+            )
+            return
+        entry = another_occasion(stored, entry)
+    run.store.stage(measurement.path, measurement.key, entry)
 
 
 def enforce(
