@@ -223,7 +223,7 @@ class KernelBench:
             result = replace(result, artifacts=artifacts, notes=result.notes + profiled.notes)
         if run.settings.update:
             with run.clock.phase("baseline_io"):
-                run.store.stage(measurement.path, measurement.key, judged.to_stage(run, measurement, entry))
+                judged.stage(run, measurement, result)
         result = run.record(result)
         judged.enforce(run, result, measurement, profiled, entry.environment)
         return result

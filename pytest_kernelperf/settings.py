@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_kernelperf.measure.timing import SamplingPlan
+from pytest_kernelperf.model.baseline import MAX_RECORDING_PROCESSES
 from pytest_kernelperf.model.call import MODES as MODES_COMPILE
 from pytest_kernelperf.model.names import CACHE_MODES, METHODS, PLACEMENT_MODES
 from pytest_kernelperf.profiling.autotune import MODES as MODES_AUTOTUNE
@@ -62,10 +63,14 @@ GPU_RECORD_PROCESSES = 3
 def _record_processes(value: Any) -> int | str:
     if str(value).strip().lower() == "auto":
         return "auto"
+    expected = f"expected auto or a whole number of processes from 1 to {MAX_RECORDING_PROCESSES}"
     try:
-        return _positive_int(value)
+        number = _positive_int(value)
     except ValueError:
-        raise ValueError(f"expected auto or a whole number of processes, got {value!r}") from None
+        raise ValueError(f"{expected}, got {value!r}") from None
+    if number > MAX_RECORDING_PROCESSES:  # the most a baseline entry keeps of one recording
+        raise ValueError(f"{expected}, got {number}")
+    return number
 
 
 def _number_of_seconds(value: Any, example: str) -> float:
@@ -363,7 +368,8 @@ OPTIONS: tuple[Option, ...] = (
         "auto",
         "with --kernelperf-update-baselines, record each baseline in this many processes, one after "
         "another: the baseline is their mean and their spread the kernel's own between-process noise "
-        f"(auto: the tests timed on a GPU in {GPU_RECORD_PROCESSES}, the others in 1)",
+        f"(auto: the tests timed on a GPU in {GPU_RECORD_PROCESSES}, the others in 1; at most "
+        f"{MAX_RECORDING_PROCESSES})",
         _record_processes,
     ),
     Option(
@@ -371,7 +377,9 @@ OPTIONS: tuple[Option, ...] = (
         False,
         "with --kernelperf-update-baselines, add this run's processes to each stored entry as one more "
         "recording occasion (the same code, another machine or day) instead of replacing it: a "
-        "baseline from several occasions leaves less of one occasion's offset in every verdict",
+        "baseline from several occasions leaves less of one occasion's offset in every verdict. A call "
+        "this run judged slower or faster, or whose inputs, compile context or timer changed, fails "
+        "its test and its entry is left as it was",
         _bool,
         flag=True,
     ),

@@ -23,10 +23,24 @@ from dataclasses import replace
 from typing import Any
 
 from pytest_kernelperf.formatting import significant
-from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord
-from pytest_kernelperf.model.call import FRESH, MODES, SHAPES, CompileContext, KernelRecord, TensorInput
+from pytest_kernelperf.model.baseline import (
+    MAX_OCCASIONS,
+    MAX_PROCESSES,
+    BaselineEntry,
+    EntryKey,
+    MetricRecord,
+)
+from pytest_kernelperf.model.call import (
+    FRESH,
+    MAX_TENSOR_DIMS,
+    MODES,
+    SHAPES,
+    CompileContext,
+    KernelRecord,
+    TensorInput,
+)
 from pytest_kernelperf.model.counters import BY_KEY as COUNTERS_BY_KEY
-from pytest_kernelperf.model.counters import KernelCounters
+from pytest_kernelperf.model.counters import MAX_PCT, KernelCounters
 from pytest_kernelperf.model.names import BUILTIN_METHODS, CACHE_MODES, METRICS
 from pytest_kernelperf.profiling.compile_context import valid_text
 from pytest_kernelperf.verdict.noise import geometric_mean
@@ -37,6 +51,8 @@ _METHOD = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 _CODE_HASH = re.compile(r"^[0-9a-f]{8,64}$")
 # Relative rounding error a computed midmean or quantile may carry past the samples it comes from.
 _FLOAT_SLACK = 1e-9
+# A launch grid is (x, y, z); the room beyond is a profiler plugin's.
+_MAX_GRID_DIMS = 16
 # A kernel inventory's fields; `code` is optional.
 _KERNEL_KEYS = ("name", "launches", "share", "ms")
 
@@ -197,13 +213,14 @@ def _autotune(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in record.items()}
 
 
-def _whole_numbers(value: Any, at: FieldPath, least: int) -> tuple[int, ...]:
-    if (
-        not isinstance(value, (list, tuple))
-        or len(value) > 16
-        or not all(isinstance(v, int) and not isinstance(v, bool) and v >= least for v in value)
+def _whole_numbers(value: Any, at: FieldPath, least: int, most: int) -> tuple[int, ...]:
+    """A list of at most `most` whole numbers, each at least `least`."""
+    if not isinstance(value, (list, tuple)) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= least for v in value
     ):
         raise SchemaError(at, f"{path_text(at)} must be a list of whole numbers of at least {least}")
+    if len(value) > most:
+        raise SchemaError(at, f"{path_text(at)} lists {len(value)} numbers, more than the {most} it may hold")
     return tuple(value)
 
 
@@ -223,8 +240,8 @@ def _inputs(value: Any) -> tuple[TensorInput, ...]:
             raise SchemaError(at, "inputs name and dtype must be short strings")
         if any(t.name == name for t in out):
             raise SchemaError(at, f"input {name!r} listed twice")
-        shape = _whole_numbers(record["shape"], (*at, "shape"), 0)
-        stride = _whole_numbers(record["stride"], (*at, "stride"), 0)
+        shape = _whole_numbers(record["shape"], (*at, "shape"), 0, MAX_TENSOR_DIMS)
+        stride = _whole_numbers(record["stride"], (*at, "stride"), 0, MAX_TENSOR_DIMS)
         out.append(TensorInput(name=name, shape=shape, stride=stride, dtype=dtype))
     return tuple(out)
 
@@ -283,7 +300,7 @@ def _occasion_processes(value: Any, processes: int, at: FieldPath) -> tuple[int,
     """Recording processes per occasion: whole numbers of at least 1 that add up to the processes."""
     if value is None:
         return ()
-    counts = _whole_numbers(value, (*at, "occasion_processes"), 1)
+    counts = _whole_numbers(value, (*at, "occasion_processes"), 1, MAX_OCCASIONS)
     if sum(counts) != processes:
         raise SchemaError(
             (*at, "occasion_processes"),
@@ -297,7 +314,7 @@ def _process_rounds(value: Any, rounds: int, at: FieldPath) -> tuple[int, ...]:
     """Rounds per recording process: whole numbers of at least 1 that add up to the rounds."""
     if value is None:
         return ()
-    counts = _whole_numbers(value, (*at, "process_rounds"), 1)
+    counts = _whole_numbers(value, (*at, "process_rounds"), 1, MAX_PROCESSES)
     if sum(counts) != rounds:
         raise SchemaError(
             (*at, "process_rounds"),
@@ -394,7 +411,8 @@ def _kernels(value: Any) -> tuple[KernelRecord, ...]:
             raise SchemaError(
                 (*at, "code"), f"code of {name!r} must be a hex hash such as 3f2a9c01b7de, got {code!r}"
             )
-        grid = _whole_numbers(record["grid"], (*at, "grid"), 1) if record.get("grid") is not None else None
+        grid = record.get("grid")
+        grid = _whole_numbers(grid, (*at, "grid"), 1, _MAX_GRID_DIMS) if grid is not None else None
         out.append(KernelRecord(name=name, launches=launches, share=share, ms=ms, code=code, grid=grid))
     return tuple(out)  # as given: files are written sorted by name (as_stored, dump)
 
@@ -429,8 +447,10 @@ def counters_from_data(value: Any) -> tuple[KernelCounters, ...]:
                 known = ", ".join(COUNTERS_BY_KEY)
                 raise SchemaError(where, f"unknown counter {key!r} (known: {known})")
             values[key] = _non_negative(number, where, f"{key} of {name!r}")
-            if counter.kind == "pct" and values[key] > 100:
-                raise SchemaError(where, f"{key} of {name!r} is a percentage, at most 100, got {number!r}")
+            if counter.kind == "pct" and values[key] > MAX_PCT:
+                raise SchemaError(
+                    where, f"{key} of {name!r} is a percentage, at most {MAX_PCT:g}, got {number!r}"
+                )
         out.append(KernelCounters(name=name, launches=launches, values=values))
     return tuple(out)
 

@@ -11,16 +11,18 @@ from __future__ import annotations
 import errno
 import hashlib
 import re
-from collections.abc import Collection, Iterator, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from pytest_kernelperf.baselines import processes
 from pytest_kernelperf.atomic import remove_stale_temporaries, write_atomic
+from pytest_kernelperf.baselines import processes
 from pytest_kernelperf.baselines.schema import as_stored, rounded
-from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord
 from pytest_kernelperf.baselines.yaml_io import REPAIR, BaselineError, UnwritableEntry, dump, read
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricRecord
+from pytest_kernelperf.model.counters import BY_KEY, KernelCounters
 from pytest_kernelperf.model.result import MEMORY_FLOOR_BYTES
+from pytest_kernelperf.profiling.ncu_diff import moved
 
 WRITE_INTERRUPTED_OPTION = "--kernelperf-write-interrupted"
 
@@ -127,9 +129,11 @@ class BaselineStore:
 
     def stage_process(self, path: Path, key: EntryKey, entry: BaselineEntry) -> None:
         """Stage `entry`, measured by a later recording process, as one more process of the entry
-        staged for `key` (or as the entry, where none is)."""
+        staged for `key`. Where the first process staged none (it refused an occasion, or did not
+        measure the call), the later one's is left out: alone, it would replace the stored entry."""
         staged = self._staged.get(path, {}).get(key)
-        self.stage(path, key, processes.combine(staged, entry) if staged is not None else entry)
+        if staged is not None:
+            self.stage(path, key, processes.combine(staged, entry))
 
     @property
     def staged(self) -> dict[Path, dict[EntryKey, BaselineEntry]]:
@@ -216,11 +220,12 @@ def merge(
 ]:
     """(merged entries, added, changed, number unchanged, removed) of an update of one file.
 
-    A re-measurement within noise of its old entry keeps the old entry, date included: no diff
-    without a change. Entries of tests in `gone` that were not re-measured are removed.
+    A re-measurement within noise of its old entry, of the same call, keeps the old entry, date
+    included: no diff without a change. Entries of tests in `gone` that were not re-measured are
+    removed.
     """
     removed = tuple(sorted((k for k in old if k.test in gone and k not in new), key=_order))
-    same = {k for k in new if k in old and within_noise(old[k], new[k])}
+    same = {k for k in new if k in old and within_noise(old[k], new[k]) and same_call(old[k], new[k])}
     merged = {k: v for k, v in old.items() if k not in removed}
     merged.update({k: v for k, v in new.items() if k not in same})
     added = tuple(sorted((k for k in new if k not in old), key=_order))
@@ -248,6 +253,32 @@ def within_noise(old: BaselineEntry, new: BaselineEntry) -> bool:
     return old.host_latency is None or (
         new.host_latency is not None and _metric_within_noise(old.host_latency, new.host_latency)
     )
+
+
+def same_call(old: BaselineEntry, new: BaselineEntry) -> bool:
+    """Whether `new` records what `old` does about the call beside its figures: the same inputs,
+    compile context and autotuner choices (None: the call had none), and counters that moved
+    within their noise bands. Counters this run did not read (no --kernelperf-ncu) are no change:
+    the old ones stay with the old entry."""
+    if (old.inputs, old.compile_context, old.autotune) != (new.inputs, new.compile_context, new.autotune):
+        return False
+    return new.counters is None or (
+        old.counters is not None and _counters_within_noise(old.counters, new.counters)
+    )
+
+
+def _counters_within_noise(old: tuple[KernelCounters, ...], new: tuple[KernelCounters, ...]) -> bool:
+    """The same kernels, launched as often, with the same counters read, none moved beyond its band."""
+    before = {k.name: k for k in old}
+    if sorted(before) != sorted(k.name for k in new):
+        return False
+    for kernel in new:
+        was = before[kernel.name]
+        if was.launches != kernel.launches or set(was.values) != set(kernel.values):
+            return False
+        if any(moved(BY_KEY[key], was.values[key], value) for key, value in kernel.values.items()):
+            return False
+    return True
 
 
 def _memory_within_noise(old: int | None, new: int | None) -> bool:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from pytest_kernelperf.baselines import occasions
 from pytest_kernelperf.baselines.processes import another_occasion
 from pytest_kernelperf.baselines.yaml_io import BaselineError
 from pytest_kernelperf.call.context import CallRun, Measurement, Rounds
@@ -56,6 +57,7 @@ from pytest_kernelperf.verdict.messages import (
     against_message,
     memory_failure,
     not_judged,
+    occasion_refused,
     ratio_message,
     regression_message,
     strictly_not_judged,
@@ -272,13 +274,28 @@ def entry(
     )
 
 
-def to_stage(run: CallRun, measurement: Measurement, entry: BaselineEntry) -> BaselineEntry:
-    """What an update stages: the entry, or with --kernelperf-add-occasion the stored one with this
-    run's processes as one more occasion (a later recording process's entry joins the first's)."""
-    stored = measurement.baseline
-    if not run.settings.add_occasion or stored is None or run.later_recording:
-        return entry
-    return another_occasion(stored, entry)
+def stage(run: CallRun, measurement: Measurement, result: BenchResult) -> None:
+    """An update stages the result's entry, or with --kernelperf-add-occasion the stored one with
+    this run's processes as one more occasion (a later recording process's entry joins the first's
+    in the main process). An occasion of another call, or of a level this run judged different,
+    stages nothing and fails the test; one past the cap stages nothing and says so: the stored entry
+    stays as it is."""
+    __tracebackhide__ = True
+    stored, entry = measurement.baseline, result.entry
+    assert entry is not None
+    if run.settings.add_occasion and stored is not None and not run.later_recording:
+        why = occasions.not_the_same_call(stored, entry, result.verdict, result.change_pct)
+        if why is not None:
+            run.host.defer(occasion_refused(result, measurement.path, why))
+            return
+        full = occasions.beyond_the_cap(stored, entry)
+        if full is not None:
+            run.warn(
+                f"not added as another recording occasion of its baseline entry in {measurement.path}: {full}"
+            )
+            return
+        entry = another_occasion(stored, entry)
+    run.store.stage(measurement.path, measurement.key, entry)
 
 
 def enforce(

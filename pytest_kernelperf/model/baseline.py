@@ -18,6 +18,16 @@ def _geometric_mean(values: tuple[float, ...]) -> float:
     return math.exp(math.fsum(math.log(v) for v in values) / len(values))
 
 
+# How many recording processes and occasions an entry holds, each bound decided here alone:
+# settings.py refuses a --kernelperf-record-processes above the first before anything is recorded,
+# an added occasion beyond the second is refused (baselines/occasions.py), and the schema holds an
+# entry's process_rounds to their product. Far past what narrows a verdict: the occasion term is
+# tau^2 (1 + 1/K), 6% above its floor at K = 16.
+MAX_RECORDING_PROCESSES = 16  # processes of one recording (one occasion)
+MAX_OCCASIONS = 16
+MAX_PROCESSES = MAX_OCCASIONS * MAX_RECORDING_PROCESSES
+
+
 @dataclass(frozen=True)
 class MetricRecord:
     method: str

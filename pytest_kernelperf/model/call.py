@@ -68,6 +68,12 @@ def _plural_shapes(shapes: Sequence[str]) -> str:
 # --- the call's tensor arguments ------------------------------------------------------------------
 
 
+# The most dimensions of a tensor input an entry records: torch's own bound for a list of
+# dimensions (`dim_list_to_bitset`, behind reductions over several dims). A tensor with more is left
+# out of the record, as one without strides is (profiling/inputs.py).
+MAX_TENSOR_DIMS = 64
+
+
 @dataclass(frozen=True)
 class TensorInput:
     """One tensor argument of the call."""

@@ -57,6 +57,9 @@ COUNTERS: tuple[Counter, ...] = (
     *(Counter(STALL_PREFIX + reason, f"{reason} stall", "stall", 0.25, 0.5) for reason in STALL_REASONS),
 )
 BY_KEY = {counter.key: counter for counter in COUNTERS}
+# Every counter is 0 or more, a percentage at most this: what an entry may hold (baselines/schema.py),
+# and what a reading is brought within (profiling/ncu_csv.py).
+MAX_PCT = 100.0
 # Counters that add up over the launches of one kernel; the others are averaged over them.
 ADDITIVE = ("duration_ns", "dram_read_bytes", "dram_write_bytes")
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pytest_kernelperf.model.call import TensorInput, shape_text
+from pytest_kernelperf.model.call import MAX_TENSOR_DIMS, TensorInput, shape_text
 
 MAX_INPUTS = 16
 # A name a baseline file may hold: a parameter name, or `#<position>` without a signature.
@@ -53,7 +53,8 @@ def _names(fn: Callable[..., Any] | None, count: int) -> list[str]:
 def record(
     args: Sequence[Any], kwargs: Mapping[str, Any], fn: Callable[..., Any] | None = None
 ) -> tuple[TensorInput, ...]:
-    """The tensors among the arguments (top level only), in call order."""
+    """The tensors among the arguments (top level only), in call order; one without strides, or of
+    more than MAX_TENSOR_DIMS dimensions, is left out."""
     names = _names(fn, len(args))
     found: list[TensorInput] = []
     pairs = [*zip(names, args, strict=True), *kwargs.items()]
@@ -64,6 +65,8 @@ def record(
             shape = tuple(int(d) for d in value.shape)
             stride = tuple(int(s) for s in value.stride())
         except (TypeError, ValueError, RuntimeError, NotImplementedError):  # sparse, nested: no strides
+            continue
+        if len(shape) > MAX_TENSOR_DIMS:
             continue
         found.append(TensorInput(name, shape, stride, _dtype_name(value.dtype)))
     return tuple(found[:MAX_INPUTS])

@@ -233,7 +233,8 @@ def collect(
         return done(why)
     # A kernel ncu could not replay: its words, their control characters shown rather than obeyed.
     notes.extend(f"ncu: {escape_controls(line.strip())}" for line in errors[:2])
-    kernels, problem, kept = _read_report(ncu, report, cwd, env, left(), request.timeout_s)
+    kernels, problem, kept, read_notes = _read_report(ncu, report, cwd, env, left(), request.timeout_s)
+    notes.extend(read_notes)
     if problem is not None:
         return done(problem, artifacts=kept)
     seconds = time.monotonic() - began
@@ -243,9 +244,10 @@ def collect(
 
 def _read_report(
     ncu: str, report: Path, cwd: Path, env: Mapping[str, str], allowed: float, limit: float
-) -> tuple[tuple[KernelCounters, ...], str | None, tuple[Path, ...]]:
+) -> tuple[tuple[KernelCounters, ...], str | None, tuple[Path, ...], tuple[str, ...]]:
     """The counters per kernel in ncu's report, by `ncu --import` within the `allowed` seconds left
-    of the `limit`; why there are none (None: there are); the files kept (its CSV beside it)."""
+    of the `limit`; why there are none (None: there are); the files kept (its CSV beside it); notes
+    on what was read (counters brought within their range)."""
     allowed = max(allowed, 0.0)
     code, text = run(import_command(ncu, report), cwd, env, allowed)
     if code is None:
@@ -256,17 +258,19 @@ def _read_report(
                 f"--kernelperf-ncu-timeout={limit:g}); stopped"
             ),
             (report,),
+            (),
         )
     if code != 0:
         said = text.strip()[-300:] or "no output"
-        return (), f"`ncu --import {report}` failed (exit code {code}): {said}", (report,)
+        return (), f"`ncu --import {report}` failed (exit code {code}): {said}", (report,), ()
     table = report.with_suffix(".csv")
     table.write_text(text, encoding="utf-8")
     try:
-        kernels = ncu_csv.per_kernel(ncu_csv.parse(text))
+        kernels, out_of_range = ncu_csv.within_range(ncu_csv.per_kernel(ncu_csv.parse(text)))
     except ncu_csv.CsvError as exc:
-        return (), f"{exc} ({table})", (report, table)
-    return kernels, None if kernels else "ncu's report lists no kernel", (report, table)
+        return (), f"{exc} ({table})", (report, table), ()
+    problem = None if kernels else "ncu's report lists no kernel"
+    return kernels, problem, (report, table), (out_of_range,) if out_of_range else ()
 
 
 def run(argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout_s: float) -> tuple[int | None, str]:

@@ -16,10 +16,17 @@ import csv
 import io
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pytest_kernelperf.formatting import escape_controls
-from pytest_kernelperf.model.counters import ADDITIVE, STALL_PREFIX, STALL_REASONS, KernelCounters
+from pytest_kernelperf.model.counters import (
+    ADDITIVE,
+    BY_KEY,
+    MAX_PCT,
+    STALL_PREFIX,
+    STALL_REASONS,
+    KernelCounters,
+)
 
 # Nsight Compute's metric -> our counter key (model/counters.py); the few derived ones follow.
 DIRECT = {
@@ -143,3 +150,24 @@ def per_kernel(launches: Iterable[Launch]) -> tuple[KernelCounters, ...]:
             values[key] = math.fsum(read) if key in ADDITIVE else math.fsum(read) / len(read)
         kernels.append(KernelCounters(name=name, launches=len(rows), values=values))
     return tuple(kernels)
+
+
+def within_range(kernels: Iterable[KernelCounters]) -> tuple[tuple[KernelCounters, ...], str | None]:
+    """The kernels with every counter where a baseline may hold it, and a note of what was moved
+    (None: nothing). ncu's throughput percentages are of a sustained peak, which a kernel can pass:
+    one above 100 is kept as 100 (at the peak). A figure below 0 is no reading: it is left out.
+    Unchecked, one such figure would leave the whole baseline file unwritable."""
+    out, moved = [], []
+    for kernel in kernels:
+        values = {}
+        for key, value in kernel.values.items():
+            if value < 0:
+                moved.append(f"{key} of {kernel.name!r} {value:g} left out (below 0)")
+            elif BY_KEY[key].kind == "pct" and value > MAX_PCT:
+                moved.append(f"{key} of {kernel.name!r} {value:g} kept as {MAX_PCT:g} (a percentage)")
+                values[key] = MAX_PCT
+            else:
+                values[key] = value
+        out.append(replace(kernel, values=values))
+    note = f"ncu counters out of range: {'; '.join(moved)}" if moved else None
+    return tuple(out), note

@@ -72,6 +72,16 @@ def memory_failure(result: BenchResult, baseline: BaselineEntry, path: Path) -> 
     )
 
 
+def occasion_refused(result: BenchResult, path: Path, why: str) -> str:
+    """--kernelperf-add-occasion refused for a call that is not the stored entry's measured again."""
+    return (
+        f"not added as another recording occasion: {result.label} on {result.device} ({result.cache} "
+        f"cache) in {path}: {why}. An occasion is the same call measured again; the stored entry was "
+        f"left as it was.\n  If the change is intended, record the entry afresh with "
+        f"`pytest --kernelperf-update-baselines` (without --kernelperf-add-occasion)."
+    )
+
+
 def not_judged(result: BenchResult, path: Path, cache: str) -> str:
     """Why a timed call was not judged: no baseline (with the update hint), unreliable, incomparable."""
     comparison = result.comparison
