@@ -58,9 +58,9 @@ def set_up(
         timer, unusable = None, str(exc)
     if timer is None:  # outside the except block: no chained traceback
         run.host.fail(no_timer(run.nodeid, unusable))
-    # Recording lets each autotuner choose afresh (a pin would keep an old config forever),
-    # except in a later recording process: its baselines are the first process's entries.
-    pin = baseline is not None and (not run.settings.update or run.later_recording)
+    # Recording lets each autotuner choose afresh (a pin would keep an old config forever); a later
+    # recording process pinned the first process's choices before the first call (kernel_bench.py).
+    pin = baseline is not None and not run.settings.update
     context.pin(baseline.autotune if pin and baseline else None)
     # The counterpart's round i lands where fn's round i did: the same draws of placement.
     seed = random.randrange(1 << 32)
@@ -179,6 +179,8 @@ def memory(
     """The call's peak device memory beyond its inputs, from one more call after its timing,
     judged against the baseline's; (None, ()) where nothing can be measured (a CPU). A peak
     grown beyond the threshold is measured once more to name the operators allocating most."""
+    if run.later_recording:  # the entry keeps the first recording process's (processes.combine)
+        return None, ()
     # An in-place kernel is measured on restored inputs, as it was timed (the probe restores them).
     device = rounds.target.device
     request = MemoryRequest(spec.call, device, spec.fn, label=run.label, prepare=rounds.prepare)
@@ -204,7 +206,11 @@ def memory(
 def profile(
     run: CallRun, spec: CallSpec, rounds: Rounds, verdict: Verdict, record: CallRecord
 ) -> CallProfile | None:
-    """The call's profile (_profiled) with its Nsight Compute counters where wanted (counters)."""
+    """The call's profile (_profiled) with its Nsight Compute counters where wanted (counters);
+    none in a later recording process, whose entry keeps the first process's inventory and
+    counters (baselines/processes.combine)."""
+    if run.later_recording:
+        return None
     return counters(run, verdict, record, _profiled(run, spec, rounds, verdict))
 
 
