@@ -24,7 +24,13 @@ from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.model.result import MemoryCheck, Verdict
 from pytest_kernelperf.profiling import ncu as nsight
 from pytest_kernelperf.profiling.call_context import CallContext, CallRecord
-from pytest_kernelperf.profiling.capture import PROFILED_CALLS, CallProfile, ProfileRequest, artifact_folder
+from pytest_kernelperf.profiling.capture import (
+    PROFILED_CALLS,
+    CallProfile,
+    ProfileRequest,
+    artifact_folder,
+    inventory_budget,
+)
 from pytest_kernelperf.verdict import noise
 from pytest_kernelperf.verdict.memory import judge_memory
 from pytest_kernelperf.verdict.messages import no_timer, timing_failed
@@ -236,12 +242,20 @@ def _profiled(run: CallRun, spec: CallSpec, rounds: Rounds, verdict: Verdict) ->
         fn=spec.fn,
         label=run.label,
         calls=1 if rounds.prepare is not None else PROFILED_CALLS,
+        # A baseline's or history run's inventory costs a few times the call's own measuring; files
+        # asked for (--kernelperf-profile, a slower verdict explained) are written in full.
+        budget_s=None if write_files else inventory_budget(_measured_s(run)),
     )
     try:
         with run.step("profile", f"profiling {request.label}"):
             return run.devices.profile(request)
     except Exception as exc:  # a failing profiler must not hide the verdict it was to explain
         return CallProfile(notes=(f"profiling failed: {type(exc).__name__}: {exc}",))
+
+
+def _measured_s(run: CallRun) -> float:
+    """The seconds the call's warm-up and rounds took so far."""
+    return run.clock.seconds.get("warmup", 0.0) + run.clock.seconds.get("rounds", 0.0)
 
 
 def counters(

@@ -48,7 +48,12 @@ def another_process(record: StoredMetric, judged: Judgeable) -> str | None:
     """Why the baseline `record` (two or more recording processes) wants one more, said for the
     update summary ("processes 1.5% apart"), or None where it does not."""
     baseline = Rounds.of_stored(record)
-    parts = baseline.processes
+    # This recording's processes: those of its occasion (--kernelperf-add-occasion keeps older ones).
+    parts = (
+        baseline.processes[-record.occasion_processes[-1] :]
+        if record.occasion_processes
+        else baseline.processes
+    )
     if len(parts) < 2 or baseline.legacy or record.method in noise.HOST_METHODS:
         return None
     # A stand-in for the next judging run: the last process's rounds, as many as a run plans.
