@@ -162,6 +162,6 @@ def test_a_third_process_records_only_the_tests_whose_first_two_disagree(project
     assert entries["test_agree"].device_time.process_rounds == (8, 8)
     # --kernelperf-durations: each recording process with the tests it recorded and its phases.
     table = out[out.index("recording processes (seconds;") :].splitlines()
-    assert table[1].split()[:3] == ["process", "tests", "wall"] and "rounds" in table[1]
+    assert table[1].split()[:3] == ["process", "recorded", "wall"] and "rounds" in table[1]
     assert [line.split()[:2] for line in table[2:5]] == [["1", "2"], ["2", "2"], ["3", "1"]]
     assert "-" not in table[3].split()  # a later process handed back its start-up, collection, tests

@@ -225,13 +225,14 @@ PROCESS_PHASES = ("startup", "collection", "tests")
 
 
 def recording_lines(processes: Sequence[ProcessCost]) -> list[str]:
-    """The durations section's table of an update's recording processes: per process, its wall
-    time, its start-up, collection and tests, and its kernel_bench calls' phases ("-": not known)."""
+    """The durations section's table of an update's recording processes: per process, the tests it
+    recorded, its wall time, its start-up, collection and tests, and its kernel_bench calls' phases
+    ("-": not known)."""
     if len(processes) < 2:
         return []
     headers = (
         "process",
-        "tests",
+        "recorded",
         "wall",
         *(RUN_TITLES[p] for p in PROCESS_PHASES),
         *(CALL_TITLES[p] for p in CALL_PHASES),
