@@ -131,8 +131,8 @@ def chosen_for_another(
 ) -> dict[str, str]:
     """Of `nodeids`, the tests whose entries as staged now (every process so far) call for one more
     recording process, each with why (its first call that does), in the order recorded. Each entry
-    is weighed as the judge will see it: with the prior of the staged entries on its device and
-    their number as the m of alpha / m."""
+    is weighed as the judge will see it: with the prior of the staged entries on its device, their
+    number as the m of alpha / m, and the call's threshold."""
     staged = store.staged
     by_device: dict[str, list[BaselineEntry]] = {}
     for entries in staged.values():
@@ -152,13 +152,19 @@ def chosen_for_another(
             device=key.device,
             prior=priors[key.device],
             level=settings.alpha / len(by_device[key.device]),
-            threshold=settings.threshold,
+            threshold=_threshold(result, settings),
             judging_share=settings.rounds / settings.baseline_rounds,
         )
         why = another_process(pooled.device_time, judged)
         if why is not None:
             chosen[result.nodeid] = why
     return chosen
+
+
+def _threshold(result: BenchResult, settings: Settings) -> float:
+    """The threshold the call was judged with (its test's marker may set one), else the run's."""
+    judged = result.comparison.threshold if result.comparison is not None else None
+    return judged if judged is not None else settings.threshold
 
 
 def choice_line(number: int, chosen: Mapping[str, str], among: int) -> str:
