@@ -187,8 +187,9 @@ def test_an_updates_recording_processes_are_listed_with_their_phases() -> None:
     lines = cost.recording_lines([first, later, lost])
     assert lines[0].startswith("recording processes (seconds; process 1 is this one")
     assert lines[1].split()[:6] == ["process", "recorded", "wall", "start-up", "collection", "tests"]
-    assert lines[2].split() == "1 18 62.00 4.20 3.10 54.70 0.00 0.00 0.00 8.00 0.00 30.50 0.00 0.00".split()
-    assert lines[3].split() == "2 18 14.00 4.00 3.00 6.50 0.00 1.50 0.00 4.00 0.00 0.00 0.00 0.00".split()
+    first_cells = "1 18 62.00 4.20 3.10 54.70 0.00 0.00 0.00 8.00 0.00 30.50 0.00 0.00"
+    later_cells = "2 18 14.00 4.00 3.00 6.50 0.00 1.50 0.00 4.00 0.00 0.00 0.00 0.00"
+    assert lines[2].split() == first_cells.split() and lines[3].split() == later_cells.split()
     assert lines[4].split()[:6] == ["3", "2", "3.00", "-", "-", "-"]
     assert cost.recording_lines([first]) == []  # one process: the run's own lines say it all
 
