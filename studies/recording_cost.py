@@ -7,9 +7,10 @@ time of one judging run of it (`--kernelperf`) in fresh processes, and a later r
 costs no more than a judging run. The study runs, one process at a time, each with
 `--kernelperf-durations=0` and a run JSON:
 
-1. `warm-up`: the suite checked once, untimed, so that Triton's, inductor's and the CUDA
-   extensions' caches hold the suite's kernels (a recording on a fresh machine otherwise pays the
-   compilation a judging run then finds cached); `--no-warm-up` leaves it out;
+1. `warm-up`: the suite timed once against no baselines (every verdict `new`, nothing written), so
+   that Triton's, inductor's and the CUDA extensions' caches hold the suite's kernels as a timed run
+   keeps them (a recording on a fresh machine otherwise pays the compilation a judging run then
+   finds cached); `--no-warm-up` leaves it out;
 2. `record`: the suite recorded at the defaults into a private baseline folder;
 3. `judge-1` .. `judge-N` (`--judges`, default 2): the suite judged against those baselines.
 
@@ -148,7 +149,7 @@ class Study:
 
     def main(self) -> int:
         if not self.args.no_warm_up:
-            self.run("warm-up", [])  # checked only: compiles, caches, no timing
+            self.run("warm-up", ["--kernelperf"])  # against no baselines yet: compiles and caches
         record = self.run("record", ["--kernelperf-update-baselines"])
         judges = [
             run for i in range(self.args.judges) if (run := self.run(f"judge-{i + 1}", ["--kernelperf"]))
