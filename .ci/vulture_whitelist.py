@@ -24,7 +24,6 @@ _.outcome  # pytest report attributes the plugin sets
 _.longrepr
 _.tb  # __exit__'s signature
 _.nextitem  # a hook's signature
-_.mtime_ns  # part of an lru_cache key (codegen._disassemble)
 # The full summary of a sample set, kept for the verdict and report code to choose from.
 Summary.q1_ms
 Summary.q3_ms

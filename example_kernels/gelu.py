@@ -5,13 +5,19 @@
 3. compiled: `torch.compile` of the manual version, which fuses it into one generated kernel;
 4. cuda:     a hand-written CUDA kernel (gelu.cu), built on first use with load_inline;
 5. triton:   a Triton kernel (triton_gelu.py).
+
+Each costly part is made at its first use, not when the module is imported: torch.compile's
+compiler (dynamo and inductor, seconds to import), the CUDA extension (a build or a load) and
+Triton. So `pytest --collect-only example_kernels`, or a run of only the PyTorch GELUs, pays none.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -30,11 +36,18 @@ def pytorch_gelu(x: torch.Tensor) -> torch.Tensor:
     return F.gelu(x, approximate="tanh")
 
 
-# Inductor times a few block sizes of a pointwise kernel on first use and keeps the fastest; the pick
-# can differ between cards of one model (an H200 chose 512-element blocks, another 1024, 18% apart),
-# so a baseline recorded on one card would judge another card's pick. One fixed block size keeps the
-# example's kernel the same everywhere; a compiled kernel of your own may want the same.
-compiled_gelu = torch.compile(manual_gelu, options={"triton.autotune_pointwise": False})
+def __getattr__(name: str) -> Any:
+    """`compiled_gelu`, torch.compile of the manual GELU, made on first use (importing torch's
+    compiler takes seconds) and kept as the module's attribute from then on."""
+    if name != "compiled_gelu":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # Inductor times a few block sizes of a pointwise kernel on first use and keeps the fastest; the
+    # pick can differ between cards of one model (an H200 chose 512-element blocks, another 1024,
+    # 18% apart), so a baseline recorded on one card would judge another card's pick. One fixed block
+    # size keeps the example's kernel the same everywhere; a compiled kernel of your own may want the same.
+    compiled = torch.compile(manual_gelu, options={"triton.autotune_pointwise": False})
+    globals()[name] = compiled
+    return compiled
 
 
 def cuda_gelu(x: torch.Tensor) -> torch.Tensor:
@@ -84,10 +97,10 @@ def triton_gelu(x: torch.Tensor) -> torch.Tensor:
     return run(x)
 
 
-IMPLEMENTATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "manual": manual_gelu,
-    "pytorch": pytorch_gelu,
-    "compiled": compiled_gelu,
-    "cuda": cuda_gelu,
-    "triton": triton_gelu,
-}
+IMPLEMENTATIONS = ("manual", "pytorch", "compiled", "cuda", "triton")
+
+
+def implementation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The GELU named `name` (one of IMPLEMENTATIONS): this module's `<name>_gelu`."""
+    fn: Callable[[torch.Tensor], torch.Tensor] = getattr(sys.modules[__name__], f"{name}_gelu")
+    return fn

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import torch
 
-from example_kernels.gelu import IMPLEMENTATIONS, pytorch_gelu
+from example_kernels.gelu import IMPLEMENTATIONS, implementation, pytorch_gelu
 
 # 2^24 float32 elements: 64 MiB in and 64 MiB out, past the H200's 60 MiB L2, so the kernels
 # stream from device memory. Smaller on the CPU, where the Triton interpreter is slow.
@@ -23,14 +23,14 @@ def make_input(device: str) -> torch.Tensor:
     return torch.randn(SIZE[device], device=device, generator=generator)
 
 
-@pytest.mark.parametrize("implementation", list(IMPLEMENTATIONS))
-def test_gelu(kernel_bench: Any, implementation: str) -> None:
+@pytest.mark.parametrize("name", IMPLEMENTATIONS)
+def test_gelu(kernel_bench: Any, name: str) -> None:
     device = kernel_bench.device
-    if implementation == "cuda" and device != "cuda":
+    if name == "cuda" and device != "cuda":
         pytest.skip("the CUDA GELU needs a CUDA device (torch.cuda.is_available() is False here)")
     x = make_input(device)
-    fn = IMPLEMENTATIONS[implementation]
-    if implementation == "triton" and device != "cuda":
+    fn = implementation(name)
+    if name == "triton" and device != "cuda":
         kernel_bench.check(fn, x, reference=pytorch_gelu, why="Triton interpreter on CPU: untimed")
         return
     # One read and one write of every element: the fewest bytes GELU can move.

@@ -56,8 +56,11 @@ def _positive_int(value: Any) -> int:
 # class's. An NVRTC SAXPY held in L2, 1.5% apart between processes beyond its rounds on one H200, read
 # `slower` in 4 of 6 A/A runs against a one-process baseline; the verdict studies of 2026-12-01 to
 # -02b (five H200s, 1097 judgements) re-judged with baselines cut to 1, 2 or 3 recording processes
-# gave 3, 0 and 0 false `slower` (docs/measurement.md).
-GPU_RECORD_PROCESSES = 3
+# gave 3, 0 and 0 false `slower`, and 10.3% against 6.7% `undetermined` with 2 and 3, the third
+# adding power only at 1-10 us (docs/measurement.md). So auto records every such test in 2, and a
+# third process records again only the tests whose first two call for it (verdict/more_processes.py).
+GPU_RECORD_PROCESSES = 2
+GPU_MOST_RECORD_PROCESSES = 3
 
 
 def _record_processes(value: Any) -> int | str:
@@ -368,8 +371,9 @@ OPTIONS: tuple[Option, ...] = (
         "auto",
         "with --kernelperf-update-baselines, record each baseline in this many processes, one after "
         "another: the baseline is their mean and their spread the kernel's own between-process noise "
-        f"(auto: the tests timed on a GPU in {GPU_RECORD_PROCESSES}, the others in 1; at most "
-        f"{MAX_RECORDING_PROCESSES})",
+        f"(auto: the tests timed on a GPU in {GPU_RECORD_PROCESSES}, and in one more, up to "
+        f"{GPU_MOST_RECORD_PROCESSES}, only those whose processes disagree or would leave a judging run "
+        f"undetermined; the others in 1; at most {MAX_RECORDING_PROCESSES})",
         _record_processes,
     ),
     Option(
@@ -583,12 +587,18 @@ class Settings:
         return self.compare or self.update
 
     def processes_to_record(self, on_gpu: bool) -> int:
-        """How many processes record a test: the number given, or with auto GPU_RECORD_PROCESSES for
-        a test timed on a GPU and 1 for the others (a host clock's process term spans far more than a
-        process moves it)."""
+        """How many processes record every test: the number given, or with auto GPU_RECORD_PROCESSES
+        for a test timed on a GPU (more where `chooses_more_processes` picks it) and 1 for the others (a
+        host clock's process term spans far more than a process moves it)."""
         if self.record_processes == "auto":
             return GPU_RECORD_PROCESSES if on_gpu else 1
         return int(self.record_processes)
+
+    @property
+    def chooses_more_processes(self) -> bool:
+        """Whether the tests timed on a GPU get up to GPU_MOST_RECORD_PROCESSES, each further process
+        for the tests whose processes so far call for it (auto); a number given is every test's."""
+        return self.record_processes == "auto"
 
     def plan(self, prefer_method: str | None = None) -> SamplingPlan:
         rounds = self.baseline_rounds if self.update else self.rounds

@@ -126,7 +126,7 @@ def test_extension_code_picks_the_device_architecture() -> None:
         ["gelu_kernel(float const*, float*, long)", "void at::native::other_kernel(int)"],
         arch="sm_90",
         binaries=[binary],
-        disassemble=lambda path: codegen.split_sass(SASS_LISTING),
+        disassemble=lambda path, seconds: codegen.split_sass(SASS_LISTING),
     )
     (code,) = report.codes.values()
     assert code.origin == str(binary)
@@ -135,7 +135,7 @@ def test_extension_code_picks_the_device_architecture() -> None:
         ["gelu_kernel(float const*, float*, long)"],
         arch="sm_80",
         binaries=[binary],
-        disassemble=lambda path: codegen.split_sass(SASS_LISTING),
+        disassemble=lambda path, seconds: codegen.split_sass(SASS_LISTING),
     )
     assert other_arch.codes["gelu_kernel(float const*, float*, long)"].hash != code.hash
 

@@ -176,6 +176,24 @@ def test_duration_lines_list_the_tests_and_the_run() -> None:
     )
 
 
+def test_an_updates_recording_processes_are_listed_with_their_phases() -> None:
+    first = cost.ProcessCost(
+        1, 18, 62.0, RunCost(4.2, 3.1, 54.7, total=70.0), CallCost(profile=30.5, rounds=8.0)
+    )
+    later = cost.ProcessCost(
+        2, 18, 14.0, RunCost(4.0, 3.0, 6.5, total=13.6), CallCost(first_call=1.5, rounds=4.0)
+    )
+    lost = cost.ProcessCost(3, 2, 3.0, None, CallCost())  # handed nothing back
+    lines = cost.recording_lines([first, later, lost])
+    assert lines[0].startswith("recording processes (seconds; process 1 is this one")
+    assert lines[1].split()[:6] == ["process", "recorded", "wall", "start-up", "collection", "tests"]
+    first_cells = "1 18 62.00 4.20 3.10 54.70 0.00 0.00 0.00 8.00 0.00 30.50 0.00 0.00"
+    later_cells = "2 18 14.00 4.00 3.00 6.50 0.00 1.50 0.00 4.00 0.00 0.00 0.00 0.00"
+    assert lines[2].split() == first_cells.split() and lines[3].split() == later_cells.split()
+    assert lines[4].split()[:6] == ["3", "2", "3.00", "-", "-", "-"]
+    assert cost.recording_lines([first]) == []  # one process: the run's own lines say it all
+
+
 def test_a_package_compiled_from_source_is_named_when_python_writes_no_bytecode(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -53,13 +53,13 @@ def test_generated_code_asks_triton_and_the_binaries_for_the_right_names(
 ) -> None:
     asked: dict[str, Any] = {}
 
-    def triton_code(names: list[str], launched: dict[str, set[int]]) -> codegen.CodeReport:
-        asked["triton"] = names
+    def triton_code(names: list[str], launched: dict[str, set[int]], sass: bool) -> codegen.CodeReport:
+        asked["triton"], asked["sass"] = names, sass
         found = {"my_kernel": codegen.GeneratedCode("my_kernel", "aaaaaaaaaaaa", "triton")}
         return codegen.CodeReport(found, ("triton note",))
 
-    def extension_code(names: list[str], arch: str | None = None) -> codegen.CodeReport:
-        asked["extension"], asked["arch"] = names, arch
+    def extension_code(names: list[str], arch: str | None, deadline: float | None) -> codegen.CodeReport:
+        asked["extension"], asked["arch"], asked["deadline"] = names, arch, deadline
         return codegen.CodeReport(notes=("extension note",))
 
     monkeypatch.setattr(codegen, "triton_code", triton_code)
@@ -74,7 +74,7 @@ def test_generated_code_asks_triton_and_the_binaries_for_the_right_names(
         )
     )
     device = DeviceInfo("cuda", "NVIDIA H200", 0, {"capability": "9.0"})
-    report = capture.generated_code(kernels, {"my_kernel": {7}}, device)
+    report = capture.generated_code(kernels, {"my_kernel": {7}}, device, sass=False, deadline=12.5)
     assert asked == {
         "triton": [
             "my_kernel",
@@ -82,6 +82,8 @@ def test_generated_code_asks_triton_and_the_binaries_for_the_right_names(
         ],  # launched through Triton, or named like inductor's
         "extension": ["gelu_kernel(float const*, float*, long)", "triton_red_fused_sum_0"],
         "arch": "sm_90",
+        "sass": False,  # an inventory without files: no cuobjdump for Triton's SASS
+        "deadline": 12.5,  # the extensions' disassembly ends with the profile's budget
     }
     assert set(report.codes) == {"my_kernel"} and report.notes == ("triton note", "extension note")
 

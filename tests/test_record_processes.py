@@ -14,7 +14,7 @@ from conftest import Project, seed_peak_cache
 from pytest_kernelperf.baselines import processes, schema
 from pytest_kernelperf.baselines.yaml_io import read
 from pytest_kernelperf.model.baseline import BaselineEntry, MetricRecord
-from pytest_kernelperf.settings import GPU_RECORD_PROCESSES, Settings
+from pytest_kernelperf.settings import GPU_MOST_RECORD_PROCESSES, GPU_RECORD_PROCESSES, Settings
 
 # Each process draws its own level (its pid picks it), as processes on a GPU do.
 PER_PROCESS = """
@@ -152,13 +152,15 @@ def test_occasion_counts_that_do_not_add_up_to_the_processes_are_refused(counts:
     assert "occasion_processes" in str(caught.value.path)
 
 
-def test_auto_records_the_tests_timed_on_a_gpu_in_three_processes_and_the_others_once() -> None:
+def test_auto_records_the_tests_timed_on_a_gpu_in_two_processes_or_three_and_the_others_once() -> None:
     auto = Settings()
-    assert auto.record_processes == "auto"
-    assert auto.processes_to_record(on_gpu=True) == GPU_RECORD_PROCESSES == 3
+    assert auto.record_processes == "auto" and auto.chooses_more_processes
+    assert auto.processes_to_record(on_gpu=True) == GPU_RECORD_PROCESSES == 2
+    assert GPU_MOST_RECORD_PROCESSES == 3
     assert auto.processes_to_record(on_gpu=False) == 1
     given = dataclasses.replace(auto, record_processes=2)
     assert given.processes_to_record(on_gpu=False) == given.processes_to_record(on_gpu=True) == 2
+    assert not given.chooses_more_processes
 
 
 def test_a_cpu_update_by_default_records_in_this_process_only(project: Project) -> None:

@@ -128,7 +128,9 @@ class CallRun:
     devices: Devices
     judgement: RunJudgement
     store: BaselineStore
-    later_recording: bool = False  # a later recording process pins to the first's choices
+    # A later recording process: it runs the first process's autotuner choices from the first call
+    # on, and measures only the rounds a further process adds to the first's entry.
+    later_recording: bool = False
     clock: Clock = field(default_factory=Clock)
 
     @property

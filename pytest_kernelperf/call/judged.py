@@ -80,6 +80,13 @@ def measurement(run: CallRun, kind: str, *, stored: bool = True) -> Measurement:
         return Measurement(device, path, key, _baseline(run, path, key))
 
 
+def first_process_choices(run: CallRun, kind: str) -> dict[str, str] | None:
+    """In a later recording process: the autotuner configs the first process chose for the call
+    (its entry is this process's baseline), to pin before the call's first run."""
+    baseline = measurement(run, kind).baseline
+    return baseline.autotune if baseline is not None else None
+
+
 def _baseline(run: CallRun, path: Path, key: EntryKey) -> BaselineEntry | None:
     __tracebackhide__ = True
     try:

@@ -24,7 +24,13 @@ from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.model.result import MemoryCheck, Verdict
 from pytest_kernelperf.profiling import ncu as nsight
 from pytest_kernelperf.profiling.call_context import CallContext, CallRecord
-from pytest_kernelperf.profiling.capture import PROFILED_CALLS, CallProfile, ProfileRequest, artifact_folder
+from pytest_kernelperf.profiling.capture import (
+    PROFILED_CALLS,
+    CallProfile,
+    ProfileRequest,
+    artifact_folder,
+    inventory_budget,
+)
 from pytest_kernelperf.verdict import noise
 from pytest_kernelperf.verdict.memory import judge_memory
 from pytest_kernelperf.verdict.messages import no_timer, timing_failed
@@ -58,9 +64,9 @@ def set_up(
         timer, unusable = None, str(exc)
     if timer is None:  # outside the except block: no chained traceback
         run.host.fail(no_timer(run.nodeid, unusable))
-    # Recording lets each autotuner choose afresh (a pin would keep an old config forever),
-    # except in a later recording process: its baselines are the first process's entries.
-    pin = baseline is not None and (not run.settings.update or run.later_recording)
+    # Recording lets each autotuner choose afresh (a pin would keep an old config forever); a later
+    # recording process pinned the first process's choices before the first call (kernel_bench.py).
+    pin = baseline is not None and not run.settings.update
     context.pin(baseline.autotune if pin and baseline else None)
     # The counterpart's round i lands where fn's round i did: the same draws of placement.
     seed = random.randrange(1 << 32)
@@ -179,6 +185,8 @@ def memory(
     """The call's peak device memory beyond its inputs, from one more call after its timing,
     judged against the baseline's; (None, ()) where nothing can be measured (a CPU). A peak
     grown beyond the threshold is measured once more to name the operators allocating most."""
+    if run.later_recording:  # the entry keeps the first recording process's (processes.combine)
+        return None, ()
     # An in-place kernel is measured on restored inputs, as it was timed (the probe restores them).
     device = rounds.target.device
     request = MemoryRequest(spec.call, device, spec.fn, label=run.label, prepare=rounds.prepare)
@@ -204,7 +212,11 @@ def memory(
 def profile(
     run: CallRun, spec: CallSpec, rounds: Rounds, verdict: Verdict, record: CallRecord
 ) -> CallProfile | None:
-    """The call's profile (_profiled) with its Nsight Compute counters where wanted (counters)."""
+    """The call's profile (_profiled) with its Nsight Compute counters where wanted (counters);
+    none in a later recording process, whose entry keeps the first process's inventory and
+    counters (baselines/processes.combine)."""
+    if run.later_recording:
+        return None
     return counters(run, verdict, record, _profiled(run, spec, rounds, verdict))
 
 
@@ -230,12 +242,20 @@ def _profiled(run: CallRun, spec: CallSpec, rounds: Rounds, verdict: Verdict) ->
         fn=spec.fn,
         label=run.label,
         calls=1 if rounds.prepare is not None else PROFILED_CALLS,
+        # A baseline's or history run's inventory costs a few times the call's own measuring; files
+        # asked for (--kernelperf-profile, a slower verdict explained) are written in full.
+        budget_s=None if write_files else inventory_budget(_measured_s(run)),
     )
     try:
         with run.step("profile", f"profiling {request.label}"):
             return run.devices.profile(request)
     except Exception as exc:  # a failing profiler must not hide the verdict it was to explain
         return CallProfile(notes=(f"profiling failed: {type(exc).__name__}: {exc}",))
+
+
+def _measured_s(run: CallRun) -> float:
+    """The seconds the call's warm-up and rounds took so far."""
+    return run.clock.seconds.get("warmup", 0.0) + run.clock.seconds.get("rounds", 0.0)
 
 
 def counters(

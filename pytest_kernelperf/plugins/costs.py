@@ -12,7 +12,7 @@ import importlib.util
 import os
 import sys
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 
 import pytest
 
@@ -53,17 +53,18 @@ class RunCosts:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + report.duration
 
-    def lines(self, top: int) -> list[str]:
+    def lines(self, top: int, processes: Sequence[cost.ProcessCost] = ()) -> list[str]:
         """The --kernelperf-durations section: the `top` most expensive tests (0: all) that used
         kernel_bench, with the phases of their calls, the run's phases and the seconds per judged
-        measurement."""
+        measurement; in an update, each recording process's phases (`processes`)."""
         results = self.session.results
         tests = cost.by_test(((r.nodeid, r.cost) for r in results if r.cost is not None), self.durations)
         judged, timed = measurement_counts(results)
         note = cost.bytecode_note(sys.dont_write_bytecode, uncached_packages())
-        return cost.duration_lines(
+        lines = cost.duration_lines(
             tests, self.clock.run_cost(), top=top, judged=judged, timed=timed, notes=[note] if note else []
         )
+        return lines + cost.recording_lines(processes)
 
 
 def uncached_packages() -> list[str]:

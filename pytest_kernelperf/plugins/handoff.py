@@ -1,7 +1,8 @@
 """What an xdist worker or an isolated child hands to the main process, and how it is read back.
 
 The payload is plain JSON: the results and staged baseline entries (results/transport.py), the
-collected test ids (for unused entries), whether the CUDA context was poisoned, GPU use and notes.
+collected test ids (for unused entries), whether the CUDA context was poisoned, GPU use, notes and
+the seconds of the process's run phases (a later recording process's, for --kernelperf-durations).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pytest_kernelperf.measure.faults import Poison
 from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey
 from pytest_kernelperf.model.result import BenchResult
 from pytest_kernelperf.results import transport
+from pytest_kernelperf.results.cost import RunCost
 
 PAYLOAD_KEY = "kernelperf"  # in xdist's workeroutput
 PAYLOAD_FORMAT = 1
@@ -31,6 +33,7 @@ class Payload:
     collect_errors: int
     gpus: list[dict[str, Any]]
     notes: list[str]
+    cost: RunCost | None = None
 
     def encode(self, baseline_dir: Path) -> dict[str, Any]:
         return {
@@ -45,6 +48,7 @@ class Payload:
             "poisoned": transport.encode(self.poisoned) if self.poisoned is not None else None,
             "gpus": self.gpus,
             "notes": self.notes,
+            "cost": transport.encode(self.cost) if self.cost is not None else None,
         }
 
 
@@ -65,6 +69,7 @@ def decode(data: Any, baseline_dir: Path) -> Payload:
             collect_errors=int(data.get("collect_errors", 0)),
             gpus=list(data.get("gpus", [])),
             notes=[str(note) for note in data.get("notes", [])],
+            cost=transport.decode(RunCost, data["cost"]) if data.get("cost") else None,
         )
     except (transport.TransportError, KeyError, TypeError, ValueError) as exc:
         raise PayloadError(f"unreadable kernelperf data ({exc})") from None

@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from pytest_kernelperf.plugins.compile_caches import shared_caches
 from pytest_kernelperf.plugins.items import uses_kernel_bench
 from pytest_kernelperf.plugins.role import ISOLATED_NODEID, ISOLATED_OUTPUT
 from pytest_kernelperf.settings import OPTIONS
@@ -94,8 +95,8 @@ def environment(nodeid: str, output: Path) -> dict[str, str]:
 
 def child_environment() -> dict[str, str]:
     """This process's environment, with which a child loads this very plugin, even when it was
-    imported from a source tree."""
-    env = dict(os.environ)
+    imported from a source tree, and finds the kernels this process compiled (compile_caches.py)."""
+    env = dict(os.environ) | shared_caches(os.environ, Path.cwd())
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PACKAGE_ROOT), env.get("PYTHONPATH")) if p)
     return env
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import platform
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -224,7 +224,11 @@ class Reports:
             cost=self.state.clock.run_cost(),
         )
 
-    def write_terminal(self, terminalreporter: pytest.TerminalReporter) -> None:
+    def write_terminal(
+        self, terminalreporter: pytest.TerminalReporter, recording: Sequence[str] = ()
+    ) -> None:
+        """The terminal's kernelperf sections; `recording`: the update summary's lines on the
+        recording processes (plugins/recording.py)."""
         if not self.config.stash[ROLE].writes:
             return
         lines = render.styled_lines(self.state.results, self.peaks)
@@ -245,7 +249,7 @@ class Reports:
             terminalreporter.section("kernelperf profiles")
             for artefact in artefacts:
                 terminalreporter.line(artefact)
-        updates = render.update_lines(self.state.updates)
+        updates = [*render.update_lines(self.state.updates), *recording]
         if updates:
             terminalreporter.section("kernelperf baselines updated")
             for update in updates:

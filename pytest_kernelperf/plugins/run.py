@@ -31,6 +31,8 @@ from pytest_kernelperf.plugins.role import RECORD_OUTPUT, Role
 from pytest_kernelperf.plugins.session import KernelperfSession
 from pytest_kernelperf.plugins.triton_cache import TritonCacheHeld
 from pytest_kernelperf.plugins.unused_entries import Findings, UnusedEntries, summary_lines
+from pytest_kernelperf.results.cost import ProcessCost, add_up
+from pytest_kernelperf.settings import GPU_MOST_RECORD_PROCESSES
 
 
 class KernelperfRun:
@@ -58,6 +60,8 @@ class KernelperfRun:
         self.refused: str | None = None  # why no baseline file was written
         self._absorbed = False
         self._seen_workers: set[str] = set()
+        self.processes: list[ProcessCost] = []  # an update's recording processes, for the durations
+        self.recording_lines: list[str] = []  # which tests a further recording process chose, and why
 
     def register(self) -> None:
         """Register the plugin objects this process's role needs."""
@@ -137,38 +141,73 @@ class KernelperfRun:
 
     def record_more_processes(self, say: Callable[[str], AbstractContextManager[None]]) -> None:
         """--kernelperf-record-processes: record the tests again in fresh processes, one after
-        another, and add their entries to this process's as further recording processes."""
-        wanted: dict[str, int] = {}
-        for result in self.session.results:
-            if result.entry is not None:
-                count = self.settings.processes_to_record(on_gpu=result.device_index is not None)
-                wanted[result.nodeid] = max(count, wanted.get(result.nodeid, 1))
-        total = max(wanted.values(), default=1)
-        nodeids = sorted(nodeid for nodeid, count in wanted.items() if count > 1)
+        another, and add their entries to this process's as further recording processes; with
+        auto, the last process records only the tests whose processes so far call for it."""
+        settings = self.settings
+        wanted = recording.processes_wanted(self.session.results, settings)
+        fixed = max(wanted.values(), default=1)
+        chooses = settings.chooses_more_processes and fixed > 1
+        most = max(fixed, GPU_MOST_RECORD_PROCESSES) if chooses else fixed
         staged = self.session.store.staged
-        if total < 2 or not nodeids or not staged:
+        if most < 2 or not staged:
             return
+        self.processes = [self._first_process(len(wanted))]
         with tempfile.TemporaryDirectory(prefix="kernelperf-first-process-") as pins:
             try:
-                recording.write_first_process(staged, self.settings.baseline_dir, Path(pins))
+                recording.write_first_process(staged, settings.baseline_dir, Path(pins))
             except UnwritableEntry as exc:  # the update reports it for its file; no later processes
                 self.notes.append(f"no further recording processes: {exc}")
                 return
-            for number in range(2, total + 1):
-                data, tail = recording.run_process(self.config, nodeids, Path(pins), say, number, total)
-                payload = self._decode(data, f"recording process {number}") if data is not None else None
-                if payload is None:
-                    self.notes.append(
-                        f"recording process {number} of {total} gave no entries; its output ended:\n{tail}"
+            every = sorted(nodeid for nodeid, count in wanted.items() if count > 1)
+            for number in range(2, most + 1):
+                if number <= fixed:
+                    nodeids = sorted(nodeid for nodeid, count in wanted.items() if count >= number)
+                    what = f"recording process {number} of {'up to ' * chooses}{most} ({len(nodeids)} tests)"
+                else:  # auto: the tests whose processes so far call for one more
+                    chosen = recording.chosen_for_another(
+                        self.session.results, self.session.store, every, settings
                     )
-                    continue
-                if payload.poisoned is not None:
-                    self.notes.append(f"recording process {number}: {payload.poisoned.refusal()}; left out")
-                    continue
-                for path, found in payload.staged.items():
-                    for key, entry in found.items():
-                        self.session.store.stage_process(path, key, entry)
-                self.notes.extend(f"recording process {number}: {note}" for note in payload.notes)
+                    self.recording_lines.append(recording.choice_line(number, chosen, len(every)))
+                    nodeids = list(chosen)
+                    what = f"recording process {number} of {most} ({len(nodeids)} of {len(every)} tests)"
+                if not nodeids:
+                    break
+                self._record_process(number, nodeids, Path(pins), say, what)
+
+    def _first_process(self, tests: int) -> ProcessCost:
+        """This process as the first recording process: its own phases and calls, so far."""
+        run = self.costs.clock.run_cost()
+        wall = run.startup + run.collection + run.tests
+        calls = add_up(result.cost for result in self.session.results if result.cost is not None)
+        return ProcessCost(1, tests, wall, run, calls)
+
+    def _record_process(
+        self,
+        number: int,
+        nodeids: list[str],
+        pins: Path,
+        say: Callable[[str], AbstractContextManager[None]],
+        what: str,
+    ) -> None:
+        """One later recording process of `nodeids` (said as `what`): its entries staged as one more
+        process of each, its costs kept for --kernelperf-durations."""
+        done = recording.run_process(self.config, nodeids, pins, say, what)
+        origin = f"recording process {number}"
+        payload = self._decode(done.data, origin) if done.data is not None else None
+        results = payload.results if payload is not None else []
+        calls = add_up(result.cost for result in results if result.cost is not None)
+        cost = payload.cost if payload is not None else None
+        self.processes.append(ProcessCost(number, len(nodeids), done.wall_s, cost, calls))
+        if payload is None:
+            self.notes.append(f"{origin} gave no entries; its output ended:\n{done.tail}")
+            return
+        if payload.poisoned is not None:
+            self.notes.append(f"{origin}: {payload.poisoned.refusal()}; left out")
+            return
+        for path, found in payload.staged.items():
+            for key, entry in found.items():
+                self.session.store.stage_process(path, key, entry)
+        self.notes.extend(f"{origin}: {note}" for note in payload.notes)
 
     def payload(self) -> handoff.Payload:
         return handoff.Payload(
@@ -180,6 +219,7 @@ class KernelperfRun:
             collect_errors=self.unused.collect_errors if self.role is Role.WORKER else 0,
             gpus=self.gpus.summary(self.session.results),
             notes=[*self.gpus.notes, *self.notes],
+            cost=self.costs.clock.run_cost(),
         )
 
     # --- the end of the session ---------------------------------------------------------------------
@@ -244,7 +284,7 @@ class KernelperfRun:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if not self.role.writes:
             return
-        self.reports.write_terminal(terminalreporter)
+        self.reports.write_terminal(terminalreporter, self.recording_lines)
         if self.findings is not None:
             lines = summary_lines(self.findings, prune=self.settings.prune, pruned=self.pruned)
             if lines:
@@ -258,7 +298,8 @@ class KernelperfRun:
         if trouble:
             _section(terminalreporter, "kernelperf warnings", trouble)
         if self.settings.durations is not None:
-            _section(terminalreporter, "kernelperf durations", self.costs.lines(self.settings.durations))
+            lines = self.costs.lines(self.settings.durations, self.processes)
+            _section(terminalreporter, "kernelperf durations", lines)
 
 
 def _section(terminalreporter: pytest.TerminalReporter, title: str, lines: list[str]) -> None:

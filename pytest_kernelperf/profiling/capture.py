@@ -15,13 +15,19 @@ The kernel inventory comes from the profiler's device events (kernels, memcpy, m
 stored in baselines. On CPU there is none: a CPU run has no device kernels, and the list of aten
 operators it would give instead changes with thread counts and library dispatch rather than with
 the code under test, so CPU baselines get no `kernels:` key and their profiles only artefacts.
-torch is imported inside functions.
+
+A baseline's profile (an update's, or a history run's: no files) costs a few times the call's own
+rounds (`inventory_budget`): `calls` profiled calls, then the code lookup (PTX hashes, extension
+SASS) and the launch grids while the budget lasts, each part left out said in a note; the SASS of
+Triton kernels (a cuobjdump each, an artefact only: their hash is the PTX's) only where files are
+written. torch is imported inside functions.
 """
 
 from __future__ import annotations
 
 import json
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -35,6 +41,11 @@ from pytest_kernelperf.profiling import codegen, inventory
 from pytest_kernelperf.profiling.inventory import DeviceEvent
 
 PROFILED_CALLS = 3
+# A baseline's profile may take this many times the seconds of the call's rounds and warm-up, and
+# at least the floor: the profiler's start and a few profiled calls fit in it, and so does
+# disassembling a small extension (tens of milliseconds), not a 100 MB one (seconds to minutes).
+INVENTORY_BUDGET_FACTOR = 4.0
+INVENTORY_BUDGET_FLOOR_S = 2.0
 CPU_NO_INVENTORY = "no kernel inventory on CPU (device kernels only)"
 # What this module writes into a call's folder; only these are removed before a new profile.
 _OUR_FILES = ("profile.txt", "trace.json", "stacks.txt", "kernels.txt")
@@ -58,6 +69,13 @@ class ProfileRequest:
     fn: Callable[..., object] | None = None  # the user's function, for profilers that inspect it
     label: str = ""
     calls: int = PROFILED_CALLS
+    budget_s: float | None = None  # what the whole capture may take (inventory_budget); None: no bound
+
+
+def inventory_budget(measured_s: float) -> float:
+    """The seconds a baseline's profile may take, for a call whose rounds and warm-up took
+    `measured_s`."""
+    return max(INVENTORY_BUDGET_FLOOR_S, INVENTORY_BUDGET_FACTOR * measured_s)
 
 
 @dataclass(frozen=True)
@@ -75,6 +93,7 @@ def capture(request: ProfileRequest) -> CallProfile:
     cuda = request.device.kind == "cuda"
     if not cuda and request.folder is None:
         return CallProfile()  # no inventory on CPU, no files wanted: not even a profiler run
+    deadline = None if request.budget_s is None else time.monotonic() + request.budget_s
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -98,14 +117,17 @@ def capture(request: ProfileRequest) -> CallProfile:
     written: list[Path] = []
     codes: codegen.CodeReport = codegen.CodeReport()
     if kernels:
-        codes = generated_code(kernels, launched, request.device)
+        codes = generated_code(kernels, launched, request.device, sass=folder is not None, deadline=deadline)
         kernels = inventory.with_codes(kernels, {name: code.hash for name, code in codes.codes.items()})
         notes.extend(codes.notes)
     if folder is not None:
         written += _write_profile(prof, folder, cuda)
     if kernels and not any(k.grid for k in kernels):  # torch whose events carry no metadata
-        grids = _trace_grids(prof, folder)
-        kernels = tuple(replace(k, grid=grids.get(k.name)) for k in kernels)
+        if folder is None and deadline is not None and time.monotonic() >= deadline:
+            notes.append(f"launch grids left out: the profile's {request.budget_s:.1f} s were spent")
+        else:
+            grids = _trace_grids(prof, folder)
+            kernels = tuple(replace(k, grid=grids.get(k.name)) for k in kernels)
     if folder is not None:
         if kernels is not None:
             written.append(_write_text(folder / "kernels.txt", "\n".join(inventory.table(kernels))))
@@ -165,17 +187,23 @@ def grids_from_trace(path: Path) -> dict[str, tuple[int, ...]]:
 
 
 def generated_code(
-    kernels: tuple[KernelRecord, ...], launched: dict[str, set[int]], device: DeviceInfo
+    kernels: tuple[KernelRecord, ...],
+    launched: dict[str, set[int]],
+    device: DeviceInfo,
+    *,
+    sass: bool = True,
+    deadline: float | None = None,
 ) -> codegen.CodeReport:
-    """Code of the Triton kernels (seen launching, or named like torch.compile's) and of the
-    kernels of user CUDA binaries among the inventory's names."""
+    """Code of the Triton kernels (seen launching, or named like torch.compile's; their SASS with
+    `sass`) and of the kernels of user CUDA binaries among the inventory's names, disassembled
+    before `deadline` (time.monotonic(); None: no bound)."""
     names = [k.name for k in kernels if not k.name.startswith(("Memcpy", "Memset"))]
     triton_names = [n for n in names if n in launched or n.startswith("triton_")]
-    triton = codegen.triton_code(triton_names, launched) if triton_names else codegen.CodeReport()
+    triton = codegen.triton_code(triton_names, launched, sass=sass) if triton_names else codegen.CodeReport()
     rest = [n for n in names if n not in triton.codes and n not in launched]
     capability = device.environment.get("capability", "")
     arch = "sm_" + capability.replace(".", "") if capability else None
-    extension = codegen.extension_code(rest, arch=arch) if rest else codegen.CodeReport()
+    extension = codegen.extension_code(rest, arch=arch, deadline=deadline) if rest else codegen.CodeReport()
     return codegen.CodeReport({**triton.codes, **extension.codes}, triton.notes + extension.notes)
 
 

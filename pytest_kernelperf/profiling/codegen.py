@@ -13,8 +13,10 @@ For each kernel name of an inventory this module finds the code and a short hash
   launches itself, the one its autotuner kept. The hash is of the PTX without its debug
   information (file paths and line numbers), so that moving a checkout does not change it.
 * CUDA extensions (`load_inline`, `setup.py`): the SASS of the kernel's function, disassembled with
-  `cuobjdump` from the shared objects mapped into this process that carry device code, apart from
-  torch's and NVIDIA's own libraries.
+  `cuobjdump` from the shared objects mapped into this process that carry device code and name
+  the kernel, apart from torch's and NVIDIA's own libraries. Disassembling a large binary takes
+  seconds to minutes: a baseline's inventory gives it the time left of its budget (capture.py),
+  and a binary that took longer is not tried again in the process with no more time than that.
 
 Everything here is best effort: what cannot be found is skipped with a reason, never an error.
 torch and triton are imported inside functions.
@@ -25,15 +27,16 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import mmap
 import os
 import re
 import shutil
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -328,11 +331,13 @@ def triton_code(
     launched: Mapping[str, set[int]],
     kernels: Sequence[Any] | None = None,
     chosen: Collection[int | str] | None = None,
+    sass: bool = True,
 ) -> CodeReport:
-    """PTX (and SASS) of the Triton kernels among `names`.
+    """PTX (and, with `sass`, SASS) of the Triton kernels among `names`.
 
     Where several compiled kernels share a name, _which_ran tells them apart (`chosen`: ids of
-    autotuners' choices, by default autotuner_choices()).
+    autotuners' choices, by default autotuner_choices()). The hash is the PTX's; the SASS, which
+    Triton disassembles with a cuobjdump per kernel, is only an artefact to read.
     """
     live = live_compiled_kernels() if kernels is None else list(kernels)
     codes: dict[str, GeneratedCode] = {}
@@ -360,9 +365,9 @@ def triton_code(
             continue
         digest, (kernel, ptx) = next(iter(by_hash.items()))
         texts = {"ptx": ptx}
-        sass = _sass_of(kernel)
-        if sass:
-            texts["sass"] = sass
+        listing = _sass_of(kernel) if sass else None
+        if listing:
+            texts["sass"] = listing
         codes[name] = GeneratedCode(name=name, hash=digest, origin="triton", texts=texts)
     return CodeReport(codes, tuple(notes))
 
@@ -438,16 +443,41 @@ def user_binaries(objects: Sequence[Path] | None = None) -> list[Path]:
     return out
 
 
-@lru_cache(maxsize=64)
-def _disassemble(path: str, mtime_ns: int, tool: str) -> dict[tuple[str, str], str]:
-    """cuobjdump -sass of one binary, split by function; cached per file version."""
+def mentions(path: Path, words: Sequence[bytes]) -> bool:
+    """Whether the file holds any of `words`: a binary whose device code holds a kernel names it
+    in its host part too (its launch stub and the name it registers), compressed device code or not."""
+    try:
+        with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return any(data.find(word) >= 0 for word in words)
+    except (OSError, ValueError):  # unreadable, or empty (mmap refuses a file of no bytes)
+        return False
+
+
+# cuobjdump -sass listings per binary version (path, mtime, tool), split by function; and the binaries
+# that took longer than a time left, each with the longest it was given.
+_LISTINGS: dict[tuple[str, int, str], dict[tuple[str, str], str]] = {}
+_TOO_SLOW: dict[tuple[str, int, str], float] = {}
+
+
+def _disassemble(path: Path, tool: str, timeout_s: float) -> dict[tuple[str, str], str] | None:
+    """cuobjdump -sass of one binary, split by function, kept per file version; None where it takes
+    longer than `timeout_s` (now, or once before with at least as long)."""
+    key = (str(path), path.stat().st_mtime_ns, tool)
+    if key in _LISTINGS:
+        return _LISTINGS[key]
+    if _TOO_SLOW.get(key, 0.0) >= timeout_s:
+        return None
     try:
         done = subprocess.run(
-            [tool, "-sass", path], capture_output=True, text=True, timeout=_SUBPROCESS_TIMEOUT_S, check=False
+            [tool, "-sass", str(path)], capture_output=True, text=True, timeout=timeout_s, check=False
         )
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    return split_sass(done.stdout) if done.returncode == 0 else {}
+    except subprocess.TimeoutExpired:
+        _TOO_SLOW[key] = timeout_s
+        return None
+    except OSError:
+        done = None
+    _LISTINGS[key] = split_sass(done.stdout) if done is not None and done.returncode == 0 else {}
+    return _LISTINGS[key]
 
 
 def demangle(names: Sequence[str]) -> dict[str, str]:
@@ -469,29 +499,33 @@ def extension_code(
     names: Sequence[str],
     arch: str | None = None,
     binaries: Sequence[Path] | None = None,
-    disassemble: Callable[[Path], dict[tuple[str, str], str]] | None = None,
+    disassemble: Callable[[Path, float], dict[tuple[str, str], str] | None] | None = None,
+    deadline: float | None = None,
 ) -> CodeReport:
     """SASS of the kernels among `names` that live in a user's CUDA binary (an extension).
 
     `arch` ("sm_90") picks the device's code where a binary carries several architectures.
+    `binaries`: where to look (default: the user binaries mapped into this process that name one of
+    the kernels); `disassemble(binary, seconds)` lists one binary's functions, None where it takes
+    longer. `deadline` (time.monotonic()): no binary is disassembled beyond it; None: 2 minutes each.
     """
     if not names:
         return CodeReport()
-    tool = cuobjdump()
     if disassemble is None:
+        tool = cuobjdump()
         if tool is None:
             return CodeReport(notes=("no cuobjdump found (PATH, CUDA_HOME, triton): extension SASS skipped",))
 
-        def disassemble(path: Path) -> dict[tuple[str, str], str]:
+        def disassemble(path: Path, seconds: float) -> dict[tuple[str, str], str] | None:
             assert tool is not None
-            return _disassemble(str(path), path.stat().st_mtime_ns, tool)
+            return _disassemble(path, tool, seconds)
 
-    functions: dict[str, list[tuple[str, str, Path]]] = {}  # mangled -> [(arch, sass, binary)]
-    for binary in user_binaries() if binaries is None else binaries:
-        for (function_arch, mangled), sass in disassemble(binary).items():
-            functions.setdefault(mangled, []).append((function_arch, sass, binary))
+    if binaries is None:
+        words = sorted({base_identifier(name).encode() for name in names} - {b""})
+        binaries = [binary for binary in user_binaries() if mentions(binary, words)]
+    functions, notes = _listed(binaries, disassemble, deadline)
     if not functions:
-        return CodeReport()
+        return CodeReport(notes=tuple(notes))
     demangled = demangle(sorted(functions))
     codes: dict[str, GeneratedCode] = {}
     for name in names:
@@ -506,7 +540,39 @@ def extension_code(
         sass = "".join(f"// {mangled} ({a}, {binary})\n{text}" for mangled, a, text, binary in pieces)
         digest = short_hash("".join(sass_hash(text) for _, _, text, _ in pieces))
         codes[name] = GeneratedCode(name=name, hash=digest, origin=str(pieces[0][3]), texts={"sass": sass})
-    return CodeReport(codes)
+    return CodeReport(codes, tuple(notes))
+
+
+def _listed(
+    binaries: Sequence[Path],
+    disassemble: Callable[[Path, float], dict[tuple[str, str], str] | None],
+    deadline: float | None,
+) -> tuple[dict[str, list[tuple[str, str, Path]]], list[str]]:
+    """mangled name -> [(arch, sass, binary)] of the binaries disassembled before `deadline`, and a
+    note on each binary left out for the time."""
+    functions: dict[str, list[tuple[str, str, Path]]] = {}
+    notes: list[str] = []
+    for binary in binaries:
+        seconds = (
+            _SUBPROCESS_TIMEOUT_S
+            if deadline is None
+            else min(_SUBPROCESS_TIMEOUT_S, deadline - time.monotonic())
+        )
+        listing = disassemble(binary, seconds) if seconds > 0 else None
+        if listing is None:
+            bound = (
+                f"the {max(seconds, 0.0):.1f} s left to the profile (--kernelperf-profile gives it "
+                f"{_SUBPROCESS_TIMEOUT_S} s)"
+                if deadline is not None
+                else f"{_SUBPROCESS_TIMEOUT_S} s"
+            )
+            notes.append(
+                f"SASS of the kernels in {binary} not read: disassembling it takes longer than {bound}"
+            )
+            continue
+        for (function_arch, mangled), sass in listing.items():
+            functions.setdefault(mangled, []).append((function_arch, sass, binary))
+    return functions, notes
 
 
 # --- artefacts -------------------------------------------------------------------------------

@@ -207,6 +207,53 @@ def duration_lines(
     return lines
 
 
+@dataclass(frozen=True)
+class ProcessCost:
+    """One recording process of an update (--kernelperf-record-processes): its number (1: the main
+    process), the tests it recorded, its wall time, the seconds of its own run phases (None where
+    it handed none back) and of its kernel_bench calls, added up."""
+
+    number: int
+    tests: int
+    wall_s: float
+    run: RunCost | None
+    calls: CallCost
+
+
+# The run phases of a recording process shown beside its calls' phases.
+PROCESS_PHASES = ("startup", "collection", "tests")
+
+
+def recording_lines(processes: Sequence[ProcessCost]) -> list[str]:
+    """The durations section's table of an update's recording processes: per process, the tests it
+    recorded, its wall time, its start-up, collection and tests, and its kernel_bench calls' phases
+    ("-": not known)."""
+    if len(processes) < 2:
+        return []
+    headers = (
+        "process",
+        "recorded",
+        "wall",
+        *(RUN_TITLES[p] for p in PROCESS_PHASES),
+        *(CALL_TITLES[p] for p in CALL_PHASES),
+    )
+    rows = [
+        (
+            str(process.number),
+            str(process.tests),
+            _seconds(process.wall_s),
+            *(_seconds(getattr(process.run, p)) if process.run is not None else "-" for p in PROCESS_PHASES),
+            *(_seconds(v) for v in process.calls.phases().values()),
+        )
+        for process in processes
+    ]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    return [
+        "recording processes (seconds; process 1 is this one, its wall without the others'):",
+        *("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in [headers, *rows]),
+    ]
+
+
 # The large pure-Python packages a kernel test imports in every process. Without their bytecode cached
 # each process compiles them from source: importing torch and torch._dynamo took 10.4 s that way on
 # the two-core CI machine against 3.8 s from the cache, and a cProfile of a warm 40-measurement run on

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import torch
 
-from example_kernels.gelu import IMPLEMENTATIONS, manual_gelu, pytorch_gelu
+from example_kernels import gelu
+from example_kernels.gelu import manual_gelu, pytorch_gelu
 
 # 2^28 float32 elements on a GPU: 1 GiB in, 1 GiB out, the size of the lecture's table. Smaller on
 # a CPU, where this demo only checks that the reports render.
@@ -30,7 +31,7 @@ def test_gelu_roofline(kernel_bench: Any, implementation: str) -> None:
         pytest.skip(f"the {implementation} GELU is timed on a CUDA device only")
     x = make_input(device)
     # One read and one write per element: at the copy bandwidth this is ~100% of peak.
-    kernel_bench(IMPLEMENTATIONS[implementation], x, reference=pytorch_gelu, bytes=2 * x.nbytes)
+    kernel_bench(gelu.implementation(implementation), x, reference=pytorch_gelu, bytes=2 * x.nbytes)
 
 
 def test_gelu_bytes_inferred(kernel_bench: Any) -> None:
@@ -55,5 +56,5 @@ def test_slow_kernel_fails_its_ratio(kernel_bench: Any) -> None:
 def test_fast_kernel_passes_its_ratio(kernel_bench: Any) -> None:
     device = kernel_bench.device
     x = make_input(device)
-    fn = IMPLEMENTATIONS["triton" if device == "cuda" else "pytorch"]
+    fn = gelu.implementation("triton" if device == "cuda" else "pytorch")
     kernel_bench(fn, x, reference=pytorch_gelu, max_ratio=1.1)
