@@ -1,0 +1,152 @@
+"""The judging code as an import of the revision's code found it, and put back as it was.
+
+The revision's modules share this process's pytest, its plugins, this plugin (loader.SHARED_PACKAGES)
+and the standard library: an import can rebind what the judge calls when it decides, at call time
+(`pytest.fail = lambda *a, **k: None`, `judge._verdict = ...`, a method of one of its classes, the
+`__code__` of one of its functions). `CodeState` records, before such an import, the attributes of
+every watched module, of the classes each defines and the code of its functions; `undo` puts back
+whatever changed and says what. A module of this plugin that the import loaded for the first time
+is dropped from `sys.modules`: the run imports its own copy when it needs one, never one the
+revision's code had in hand while it was being imported.
+
+Watched: pytest, _pytest, pluggy, xdist and execnet (the code that runs and reports the tests),
+pytest_kernelperf (the code that judges), the modules these name at module level (math, json, yaml
+...), and the process's own machinery. What is compared is the identity of each attribute, not its
+contents: an item put into a dict held by a module is not seen (docs/reliability.md says so).
+
+No pytest here, no torch: the standard library only.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from types import FunctionType, ModuleType
+from typing import Any
+
+# The code that runs, reports and judges the tests: these packages and every module under them.
+JUDGING_PACKAGES = ("pytest", "_pytest", "pluggy", "xdist", "execnet", "pytest_kernelperf")
+# The process's machinery: what ends it, signals it, runs its threads and its exit handlers.
+PROCESS_MODULES = ("builtins", "sys", "os", "posix", "nt", "signal", "threading", "_thread", "atexit", "gc")
+PLUGIN = "pytest_kernelperf"
+# A class whose attributes cannot be set (CPython's Py_TPFLAGS_IMMUTABLETYPE): nothing to watch.
+_IMMUTABLE_TYPE = 1 << 8
+_MISSING = object()
+# At most this many changes are named in a refusal; the rest are counted.
+_NAMED = 4
+
+
+@dataclass
+class _Function:
+    function: FunctionType
+    code: Any
+    defaults: Any
+    kwdefaults: Any
+
+
+@dataclass
+class CodeState:
+    """The watched modules' attributes, their classes' and their functions' code, at one moment."""
+
+    modules: dict[str, tuple[ModuleType, dict[str, Any]]] = field(default_factory=dict)
+    classes: list[tuple[type, dict[str, Any]]] = field(default_factory=list)
+    functions: list[_Function] = field(default_factory=list)
+
+    @classmethod
+    def take(cls) -> CodeState:
+        state = cls()
+        for name, module in _watched():
+            namespace = dict(vars(module))
+            state.modules[name] = (module, namespace)
+            for value in namespace.values():
+                state._add(value, name)
+        return state
+
+    def _add(self, value: Any, module: str) -> None:
+        """A class or function defined in `module`: its attributes, or its code, kept."""
+        if isinstance(value, FunctionType) and value.__module__ == module:
+            self.functions.append(_Function(value, value.__code__, value.__defaults__, value.__kwdefaults__))
+        elif isinstance(value, type) and value.__module__ == module and not value.__flags__ & _IMMUTABLE_TYPE:
+            namespace = dict(vars(value))
+            self.classes.append((value, namespace))
+            for member in namespace.values():
+                function = getattr(member, "__func__", member)  # a staticmethod's or classmethod's
+                if isinstance(function, FunctionType):
+                    self.functions.append(
+                        _Function(function, function.__code__, function.__defaults__, function.__kwdefaults__)
+                    )
+
+    def undo(self) -> list[str]:
+        """Put back every attribute and code that changed since `take`, and drop this plugin's
+        modules loaded since; what changed, said as what the revision's code did."""
+        changed = [*self._undo_functions(), *self._undo_classes(), *self._undo_modules()]
+        _drop_new_plugin_modules(set(self.modules))
+        if len(changed) > _NAMED:
+            changed[_NAMED - 1 :] = [f"{len(changed) - _NAMED + 1} more"]
+        return [f"changed the judging code ({', '.join(changed)})"] if changed else []
+
+    def _undo_modules(self) -> Iterator[str]:
+        for name, (module, before) in self.modules.items():
+            now = vars(module)
+            for attribute, value in before.items():
+                if now.get(attribute, _MISSING) is not value:
+                    setattr(module, attribute, value)
+                    yield f"{name}.{attribute}"
+            for attribute in [a for a in now if a not in before]:
+                value = now[attribute]
+                submodule = f"{name}.{attribute}"
+                if isinstance(value, ModuleType) and sys.modules.get(submodule) is value:
+                    # A submodule imported for the first time: the import system's doing. This
+                    # plugin's goes with the module itself (_drop_new_plugin_modules).
+                    if name.partition(".")[0] == PLUGIN:
+                        delattr(module, attribute)
+                    continue
+                delattr(module, attribute)
+                yield f"{name}.{attribute} (added)"
+
+    def _undo_classes(self) -> Iterator[str]:
+        for kind, before in self.classes:
+            now = vars(kind)
+            for attribute, value in before.items():
+                if now.get(attribute, _MISSING) is not value:
+                    type.__setattr__(kind, attribute, value)
+                    yield f"{kind.__module__}.{kind.__qualname__}.{attribute}"
+            for attribute in [a for a in now if a not in before]:
+                type.__delattr__(kind, attribute)
+                yield f"{kind.__module__}.{kind.__qualname__}.{attribute} (added)"
+
+    def _undo_functions(self) -> Iterator[str]:
+        for kept in self.functions:
+            function = kept.function
+            if (
+                function.__code__ is not kept.code
+                or function.__defaults__ is not kept.defaults
+                or function.__kwdefaults__ is not kept.kwdefaults
+            ):
+                function.__code__ = kept.code
+                function.__defaults__ = kept.defaults
+                function.__kwdefaults__ = kept.kwdefaults
+                yield f"the code of {function.__module__}.{function.__qualname__}"
+
+
+def _watched() -> list[tuple[str, ModuleType]]:
+    """The watched modules now loaded, and the modules that this plugin's name at module level."""
+    found: dict[str, ModuleType] = {}
+    for name, module in list(sys.modules.items()):
+        if not isinstance(module, ModuleType):
+            continue
+        if name in PROCESS_MODULES or name.partition(".")[0] in JUDGING_PACKAGES:
+            found[name] = module
+            if name.partition(".")[0] == PLUGIN:
+                for value in list(vars(module).values()):
+                    if isinstance(value, ModuleType) and sys.modules.get(value.__name__) is value:
+                        found.setdefault(value.__name__, value)
+    return list(found.items())
+
+
+def _drop_new_plugin_modules(known: set[str]) -> None:
+    """This plugin's modules loaded since `take`, out of sys.modules: the run loads its own when it
+    needs one (a module of the revision's that imported one keeps that copy)."""
+    for name in [n for n in sys.modules if n.partition(".")[0] == PLUGIN and n not in known]:
+        del sys.modules[name]
