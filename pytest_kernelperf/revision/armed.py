@@ -137,7 +137,9 @@ class _Armed:
 
     @classmethod
     def take(cls, finalizers: bool) -> _Armed:
-        return cls(_Signals.take(), _Hooks.take(finalizers), set(sys._current_frames()), CodeState.take())
+        with _collector_paused():
+            code = CodeState.take()
+        return cls(_Signals.take(), _Hooks.take(finalizers), set(sys._current_frames()), code)
 
     def undo(self, own: set[int | None]) -> tuple[list[str], list[int]]:
         # Handlers first (nothing of the revision's fires after), threads before the code they
@@ -145,9 +147,23 @@ class _Armed:
         acts = self.signals.undo() + self.hooks.undo()
         started = [i for i in sys._current_frames() if i not in self.threads and i not in own]
         named, running = _stop(started)
-        acts += named + self.code.undo()
+        with _collector_paused():
+            acts += named + self.code.undo()
         keep_exit_status_from(running)
         return acts, running
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No garbage collection while thousands of namespaces are copied or compared: each would start
+    one, and a full collection of a process that holds torch takes tens of milliseconds."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @dataclass

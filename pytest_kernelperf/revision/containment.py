@@ -50,11 +50,13 @@ _EXIT = os._exit  # the process's own, taken before any guard replaces it
 
 
 class _State:
-    # Exit handlers registered during the revision's imports that no guard saw (C code, a saved
-    # reference to atexit.register): the run's exit status is re-asserted before they run.
-    unseen_exit_handlers = 0
-    # Threads the revision's imports started, told to stop but still in a call then (armed.py);
-    # changed in place: armed.py compares this class's attributes by identity.
+    """Changed in place, never rebound: armed.py puts back any attribute rebound while the
+    revision's code runs, and a guard may run inside another's block (an import in a first call)."""
+
+    # How many exit handlers each of the revision's imports registered that no guard saw (C code, a
+    # saved reference to atexit.register): the run's exit status is re-asserted before they run.
+    unseen_exit_handlers: ClassVar[list[int]] = []
+    # Threads the revision's imports started, told to stop but still in a call then (armed.py).
     running_threads: ClassVar[list[int]] = []
 
 
@@ -120,7 +122,7 @@ def no_process_exit(what: str, own_files: Path) -> Iterator[None]:
         atexit.register = register
         unseen = atexit._ncallbacks() - before - seen[0]
         if unseen > 0:
-            _State.unseen_exit_handlers += unseen
+            _State.unseen_exit_handlers.append(unseen)
     if unseen > 0:
         raise ProcessExitRefused(
             f"{what} registered {unseen} exit handler(s) past atexit.register: the revision's code "

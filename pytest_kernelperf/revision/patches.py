@@ -33,16 +33,32 @@ PLUGIN = "pytest_kernelperf"
 # A class whose attributes cannot be set (CPython's Py_TPFLAGS_IMMUTABLETYPE): nothing to watch.
 _IMMUTABLE_TYPE = 1 << 8
 _MISSING = object()
+# Put into a class's namespace by Python itself when first read (type.__annotations__ stores an
+# empty dict in a class that has none): data, never code that runs.
+_LAZY_CLASS_ATTRIBUTES = frozenset({"__annotations__"})
+# Swapped by pytest's capturing, from other threads too (a progress line printed meanwhile); the
+# run's reports are written to the streams pytest took at its start, never to these.
+_SWAPPED = {"sys": frozenset({"stdin", "stdout", "stderr"})}
 # At most this many changes are named in a refusal; the rest are counted.
 _NAMED = 4
 
 
+# A function's code, defaults and keyword defaults: what a call of it runs with.
+_Function = tuple[FunctionType, Any, Any, Any]
+
+
 @dataclass
-class _Function:
-    function: FunctionType
-    code: Any
-    defaults: Any
-    kwdefaults: Any
+class _Defined:
+    """The classes and functions a module defines, found once per module (and again when its
+    namespace changes size): finding them takes longer than taking their state."""
+
+    module: ModuleType
+    size: int
+    classes: list[type]
+    functions: list[FunctionType]
+
+
+_DEFINED: dict[str, _Defined] = {}
 
 
 @dataclass
@@ -59,23 +75,10 @@ class CodeState:
         for name, module in _watched():
             namespace = dict(vars(module))
             state.modules[name] = (module, namespace)
-            for value in namespace.values():
-                state._add(value, name)
+            defined = _defined(name, module, namespace)
+            state.classes += [(kind, dict(vars(kind))) for kind in defined.classes]
+            state.functions += [(f, f.__code__, f.__defaults__, f.__kwdefaults__) for f in defined.functions]
         return state
-
-    def _add(self, value: Any, module: str) -> None:
-        """A class or function defined in `module`: its attributes, or its code, kept."""
-        if isinstance(value, FunctionType) and value.__module__ == module:
-            self.functions.append(_Function(value, value.__code__, value.__defaults__, value.__kwdefaults__))
-        elif isinstance(value, type) and value.__module__ == module and not value.__flags__ & _IMMUTABLE_TYPE:
-            namespace = dict(vars(value))
-            self.classes.append((value, namespace))
-            for member in namespace.values():
-                function = getattr(member, "__func__", member)  # a staticmethod's or classmethod's
-                if isinstance(function, FunctionType):
-                    self.functions.append(
-                        _Function(function, function.__code__, function.__defaults__, function.__kwdefaults__)
-                    )
 
     def undo(self) -> list[str]:
         """Put back every attribute and code that changed since `take`, and drop this plugin's
@@ -89,8 +92,9 @@ class CodeState:
     def _undo_modules(self) -> Iterator[str]:
         for name, (module, before) in self.modules.items():
             now = vars(module)
+            swapped = _SWAPPED.get(name, frozenset())
             for attribute, value in before.items():
-                if now.get(attribute, _MISSING) is not value:
+                if now.get(attribute, _MISSING) is not value and attribute not in swapped:
                     setattr(module, attribute, value)
                     yield f"{name}.{attribute}"
             for attribute in [a for a in now if a not in before]:
@@ -112,22 +116,40 @@ class CodeState:
                 if now.get(attribute, _MISSING) is not value:
                     type.__setattr__(kind, attribute, value)
                     yield f"{kind.__module__}.{kind.__qualname__}.{attribute}"
-            for attribute in [a for a in now if a not in before]:
+            for attribute in [a for a in now if a not in before and a not in _LAZY_CLASS_ATTRIBUTES]:
                 type.__delattr__(kind, attribute)
                 yield f"{kind.__module__}.{kind.__qualname__}.{attribute} (added)"
 
     def _undo_functions(self) -> Iterator[str]:
-        for kept in self.functions:
-            function = kept.function
+        for function, code, defaults, kwdefaults in self.functions:
             if (
-                function.__code__ is not kept.code
-                or function.__defaults__ is not kept.defaults
-                or function.__kwdefaults__ is not kept.kwdefaults
+                function.__code__ is not code
+                or function.__defaults__ is not defaults
+                or function.__kwdefaults__ is not kwdefaults
             ):
-                function.__code__ = kept.code
-                function.__defaults__ = kept.defaults
-                function.__kwdefaults__ = kept.kwdefaults
+                function.__code__ = code
+                function.__defaults__ = defaults
+                function.__kwdefaults__ = kwdefaults
                 yield f"the code of {function.__module__}.{function.__qualname__}"
+
+
+def _defined(name: str, module: ModuleType, namespace: dict[str, Any]) -> _Defined:
+    """The classes module `name` defines (those whose attributes can be set), its functions, and
+    its classes' functions (static and class methods' too)."""
+    known = _DEFINED.get(name)
+    if known is not None and known.module is module and known.size == len(namespace):
+        return known
+    classes = [
+        value
+        for value in namespace.values()
+        if isinstance(value, type) and value.__module__ == name and not value.__flags__ & _IMMUTABLE_TYPE
+    ]
+    functions = [v for v in namespace.values() if isinstance(v, FunctionType) and v.__module__ == name]
+    for kind in classes:
+        members = (getattr(member, "__func__", member) for member in list(vars(kind).values()))
+        functions += [member for member in members if isinstance(member, FunctionType)]
+    _DEFINED[name] = found = _Defined(module, len(namespace), classes, functions)
+    return found
 
 
 def _watched() -> list[tuple[str, ModuleType]]:

@@ -9,6 +9,7 @@ payloads that end the process for real (os._exit(0)) run in a process of their o
 
 from __future__ import annotations
 
+import atexit
 import gc
 import json
 import signal
@@ -22,6 +23,7 @@ from conftest import SUBPROCESS_ARGS, seed_peak_cache
 from test_hostile_against import a_test, commit, kernel, repo, results, run
 
 from pytest_kernelperf.revision import containment
+from pytest_kernelperf.revision.armed import nothing_left_armed
 from pytest_kernelperf.verdict import judge
 
 __all__ = ["repo"]  # the fixture, used by name
@@ -247,3 +249,66 @@ def test_a_judge_rewritten_by_refs_import_is_undone_in_workers_and_children(
     found = results(repo)["test_kernel"]
     assert found["verdict"] == "incomparable"
     assert "pytest_kernelperf.verdict.judge._verdict" in found["comparison"]["reason"]
+
+
+# -- what modules ordinarily do at import is not refused --------------------------------------------
+
+ORDINARY = """
+import dataclasses, enum, functools, logging, tempfile, typing, warnings
+import json, pytest
+import pytest_kernelperf.testing
+
+warnings.filterwarnings("ignore", category=DeprecationWarning)
+log = logging.getLogger(__name__)
+typing.get_type_hints(json.JSONDecoder.__init__)
+for kind in [k for k in vars(typing).values() if isinstance(k, type) and k.__module__ == "typing"]:
+    getattr(kind, "__annotations__", None)  # Python stores an empty dict in a class that has none
+
+class Mode(enum.Enum):
+    FAST = 1
+
+class Shaped(typing.Protocol):
+    def shape(self) -> tuple[int, ...]: ...
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    block: int = 128
+
+@functools.lru_cache(maxsize=None)
+def cached(n: int) -> int:
+    return n
+
+SCRATCH = tempfile.gettempdir()
+"""
+
+
+def test_an_import_doing_what_modules_ordinarily_do_is_compared(
+    pytester: pytest.Pytester, repo: Path, contained: Path
+) -> None:
+    """Enums, protocols, dataclasses, caches, a logger, a warnings filter, a first import of a
+    module of this plugin, a class's annotations read: nothing armed, the 5x regression judged."""
+    commit(repo, {"kern/ops.py": kernel() + ORDINARY, "test_ops.py": a_test("kern.ops")})
+    (repo / "kern" / "ops.py").write_text(kernel(ms=5.0))
+    result = run(pytester, *STRICT)
+    assert results(repo)["test_kernel"]["verdict"] == "slower", result.stdout.str()
+
+
+def test_a_guard_inside_another_keeps_what_the_inner_one_recorded() -> None:
+    """An import made inside the first call of REF's kernel is guarded inside the call's guard: the
+    record of exit handlers the inner guard could not refuse survives the outer one."""
+    register, kept = atexit.register, list(containment._State.unseen_exit_handlers)
+
+    def handler() -> None:
+        pass
+
+    try:
+        with (
+            nothing_left_armed("its first call"),
+            pytest.raises(containment.ProcessExitRefused),
+            containment.no_process_exit("kern.lazy at REF", Path("/nonexistent")),
+        ):
+            register(handler)  # a reference taken before the guard: no guard sees it
+        assert containment._State.unseen_exit_handlers == [*kept, 1]
+    finally:
+        atexit.unregister(handler)
+        containment._State.unseen_exit_handlers[:] = kept
