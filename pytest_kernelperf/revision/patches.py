@@ -19,6 +19,7 @@ No pytest here, no torch: the standard library only.
 
 from __future__ import annotations
 
+import operator
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -33,6 +34,9 @@ PLUGIN = "pytest_kernelperf"
 # A class whose attributes cannot be set (CPython's Py_TPFLAGS_IMMUTABLETYPE): nothing to watch.
 _IMMUTABLE_TYPE = 1 << 8
 _MISSING = object()
+_CODE, _DEFAULTS, _KWDEFAULTS = (
+    operator.attrgetter(a) for a in ("__code__", "__defaults__", "__kwdefaults__")
+)
 # Put into a class's namespace by Python itself when first read (type.__annotations__ stores an
 # empty dict in a class that has none): data, never code that runs.
 _LAZY_CLASS_ATTRIBUTES = frozenset({"__annotations__"})
@@ -41,10 +45,6 @@ _LAZY_CLASS_ATTRIBUTES = frozenset({"__annotations__"})
 _SWAPPED = {"sys": frozenset({"stdin", "stdout", "stderr"})}
 # At most this many changes are named in a refusal; the rest are counted.
 _NAMED = 4
-
-
-# A function's code, defaults and keyword defaults: what a call of it runs with.
-_Function = tuple[FunctionType, Any, Any, Any]
 
 
 @dataclass
@@ -67,17 +67,23 @@ class CodeState:
 
     modules: dict[str, tuple[ModuleType, dict[str, Any]]] = field(default_factory=dict)
     classes: list[tuple[type, dict[str, Any]]] = field(default_factory=list)
-    functions: list[_Function] = field(default_factory=list)
+    # The functions, and in step with them what a call of each runs with: code, defaults, keyword
+    # defaults (lists of what the functions hold: no new object per function).
+    functions: list[FunctionType] = field(default_factory=list)
+    codes: list[Any] = field(default_factory=list)
+    defaults: list[Any] = field(default_factory=list)
+    kwdefaults: list[Any] = field(default_factory=list)
 
     @classmethod
     def take(cls) -> CodeState:
         state = cls()
         for name, module in _watched():
-            namespace = dict(vars(module))
+            namespace = vars(module).copy()
             state.modules[name] = (module, namespace)
             defined = _defined(name, module, namespace)
-            state.classes += [(kind, dict(vars(kind))) for kind in defined.classes]
-            state.functions += [(f, f.__code__, f.__defaults__, f.__kwdefaults__) for f in defined.functions]
+            state.classes += [(kind, vars(kind).copy()) for kind in defined.classes]
+            state.functions += defined.functions
+        state.codes, state.defaults, state.kwdefaults = _runs_with(state.functions)
         return state
 
     def undo(self) -> list[str]:
@@ -92,6 +98,8 @@ class CodeState:
     def _undo_modules(self) -> Iterator[str]:
         for name, (module, before) in self.modules.items():
             now = vars(module)
+            if _unchanged(now, before):
+                continue
             swapped = _SWAPPED.get(name, frozenset())
             for attribute, value in before.items():
                 if now.get(attribute, _MISSING) is not value and attribute not in swapped:
@@ -112,6 +120,8 @@ class CodeState:
     def _undo_classes(self) -> Iterator[str]:
         for kind, before in self.classes:
             now = vars(kind)
+            if _unchanged(now, before):
+                continue
             for attribute, value in before.items():
                 if now.get(attribute, _MISSING) is not value:
                     type.__setattr__(kind, attribute, value)
@@ -121,7 +131,12 @@ class CodeState:
                 yield f"{kind.__module__}.{kind.__qualname__}.{attribute} (added)"
 
     def _undo_functions(self) -> Iterator[str]:
-        for function, code, defaults, kwdefaults in self.functions:
+        now = _runs_with(self.functions)
+        if all(map(_unchanged, now, (self.codes, self.defaults, self.kwdefaults))):
+            return
+        for function, code, defaults, kwdefaults in zip(
+            self.functions, self.codes, self.defaults, self.kwdefaults, strict=True
+        ):
             if (
                 function.__code__ is not code
                 or function.__defaults__ is not defaults
@@ -131,6 +146,25 @@ class CodeState:
                 function.__defaults__ = defaults
                 function.__kwdefaults__ = kwdefaults
                 yield f"the code of {function.__module__}.{function.__qualname__}"
+
+
+def _runs_with(functions: list[FunctionType]) -> tuple[list[Any], list[Any], list[Any]]:
+    """The code, defaults and keyword defaults of each function (read at C speed)."""
+    return (
+        list(map(_CODE, functions)),
+        list(map(_DEFAULTS, functions)),
+        list(map(_KWDEFAULTS, functions)),
+    )
+
+
+def _unchanged(now: Any, before: Any) -> bool:
+    """Whether two namespaces (or lists) hold the very same keys and values in the same order: by
+    identity alone, at C speed, and never through a value's own __eq__ (the revision's could lie)."""
+    if len(now) != len(before):
+        return False
+    if isinstance(before, dict):
+        return all(map(operator.is_, now, before)) and all(map(operator.is_, now.values(), before.values()))
+    return all(map(operator.is_, now, before))
 
 
 def _defined(name: str, module: ModuleType, namespace: dict[str, Any]) -> _Defined:
