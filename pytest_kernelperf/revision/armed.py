@@ -39,6 +39,7 @@ from pytest_kernelperf.revision.patches import CodeState
 _EXIT = os._exit  # the process's own, taken before any guard replaces it
 # Mutable holders, not rebound names: their identity is what patches.py compares.
 _FORKS = [0]  # os.fork calls this process has made (os.register_at_fork)
+_OWN_FORK = [False]  # the probe's fork (probe.py) under way: not counted
 _GUARDING = [0]  # blocks under nothing_left_armed now
 _AUDIT_INSTALLED = [False]
 _AUDIT_REFUSED = [0]  # sys.addaudithook calls refused while a block ran
@@ -64,9 +65,6 @@ class LeftArmed(BaseException):
 class ThreadStopped(SystemExit):
     """Raised in a thread the revision's code started. A SystemExit: the thread ends without a
     traceback (threading's excepthook says nothing of one)."""
-
-
-_OWN_FORK = [False]  # a fork of this plugin's (probe.py), not counted
 
 
 def _count_fork() -> None:
@@ -110,7 +108,9 @@ def nothing_left_armed(
         _GUARDING[0] -= 1
         acts, running = _undo(before, {t.ident for t in own_threads()})
     if acts:
-        stopped = "" if not running else f"; {_count(running, 'thread')} stopped when back in Python"
+        stopped = (
+            "" if not running else f"; {_count(running, 'thread')} still in a call stops once back in Python"
+        )
         raise LeftArmed(
             f"{what} {_listed(acts)}: the revision's code may not act on the run once it has returned, "
             f"so it is not compared (undone{stopped})"
@@ -143,7 +143,7 @@ class _Armed:
 
     def undo(self, own: set[int | None]) -> tuple[list[str], list[int]]:
         # Handlers first (nothing of the revision's fires after), threads before the code they
-        # could change again, the record of threads still running last (it changes containment).
+        # could change again.
         acts = self.signals.undo() + self.hooks.undo()
         started = [i for i in sys._current_frames() if i not in self.threads and i not in own]
         named, running = _stop(started)
@@ -296,7 +296,11 @@ def _stop(started: list[int]) -> tuple[list[str], list[int]]:
     what they were, and those still running after STOP_WAIT_S (in a call: they stop when back)."""
     if not started:
         return [], []
-    names = [_thread_name(ident) for ident in started]
+    threads = [getattr(threading, "_active", {}).get(ident) for ident in started]
+    names = [t.name if t is not None else "one of _thread.start_new_thread" for t in threads]
+    for thread in threads:  # its end said by the refusal, not by an excepthook (pytest's reports it)
+        if thread is not None and hasattr(thread, "_invoke_excepthook"):
+            thread._invoke_excepthook = lambda thread: None
     with contextlib.suppress(Exception):  # no ctypes, or not CPython: the run's exit status is still kept
         import ctypes
 
@@ -308,11 +312,6 @@ def _stop(started: list[int]) -> tuple[list[str], list[int]]:
         time.sleep(0.005)
         running = [ident for ident in running if ident in sys._current_frames()]
     return [f"started {_count(started, 'thread')} ({', '.join(names)})"], running
-
-
-def _thread_name(ident: int) -> str:
-    thread = getattr(threading, "_active", {}).get(ident)
-    return str(thread.name) if thread is not None else "one of _thread.start_new_thread"
 
 
 def _count(items: list[Any], noun: str) -> str:
