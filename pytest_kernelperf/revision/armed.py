@@ -10,9 +10,9 @@ of the process carrying on with the run.
 
 `nothing_left_armed(what)` records each of these before its block; after it, whatever changed is put
 back and `LeftArmed` says what the block did, so that its module is refused (`incomparable`). A new
-thread is stopped: an exception is raised in it as soon as it runs Python code again. One that is
-still in a call when the block is checked (asleep) stops when it comes back; until then it could
-still act, so the run ends with its own exit status (containment.reassert_exit_status). A forked
+thread is stopped (threads.py); one still in a call when the block is checked (asleep) stops when it
+comes back to Python, and until then it could still act, so the run ends with its own exit status
+(containment.reassert_exit_status). A forked
 copy of the process ends where the block returns in it. An audit hook cannot be removed once added,
 so its addition is refused while a block runs.
 
@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_kernelperf.revision import threads
 from pytest_kernelperf.revision.containment import keep_exit_status_from
 from pytest_kernelperf.revision.patches import CodeState
 
@@ -43,8 +44,6 @@ _OWN_FORK = [False]  # the probe's fork (probe.py) under way: not counted
 _GUARDING = [0]  # blocks under nothing_left_armed now
 _AUDIT_INSTALLED = [False]
 _AUDIT_REFUSED = [0]  # sys.addaudithook calls refused while a block ran
-# How long a new thread is given to stop before it is said to be still running.
-STOP_WAIT_S = 0.2
 
 _CATCHABLE = sorted(signal.valid_signals() - {getattr(signal, name, None) for name in ("SIGKILL", "SIGSTOP")})
 _TIMERS = {
@@ -60,11 +59,6 @@ _TIMERS = {
 
 class LeftArmed(BaseException):
     """The revision's code left something armed that would act on the run later (undone now)."""
-
-
-class ThreadStopped(SystemExit):
-    """Raised in a thread the revision's code started. A SystemExit: the thread ends without a
-    traceback (threading's excepthook says nothing of one)."""
 
 
 def _count_fork() -> None:
@@ -98,18 +92,21 @@ def nothing_left_armed(
     `finalizers`: whether an exit finalizer (weakref.finalize) counts."""
     pid = os.getpid()
     _refuse_audit_hooks_while_guarding()
-    before = _Armed.take(finalizers)
-    _GUARDING[0] += 1
-    try:
-        yield
-    finally:
-        if os.getpid() != pid:  # a forked copy carrying on past the revision's code: not the run's
-            _EXIT(0)
-        _GUARDING[0] -= 1
-        acts, running = _undo(before, {t.ident for t in own_threads()})
+    with threads.raw_starts_recorded() as raw:
+        before = _Armed.take(finalizers)
+        _GUARDING[0] += 1
+        try:
+            yield
+        finally:
+            if os.getpid() != pid:  # a forked copy carrying on past the revision's code: not the run's
+                _EXIT(0)
+            _GUARDING[0] -= 1
+            own = {t.ident for t in own_threads()}
+            started = [i for i in dict.fromkeys([*threads.running(), *raw]) if i not in before.threads]
+            acts, running = _undo(before, [i for i in started if i not in own])
     if acts:
         stopped = (
-            "" if not running else f"; {_count(running, 'thread')} still in a call stops once back in Python"
+            "" if not running else f"; {threads.counted(running)} still in a call stops once back in Python"
         )
         raise LeftArmed(
             f"{what} {_listed(acts)}: the revision's code may not act on the run once it has returned, "
@@ -117,14 +114,14 @@ def nothing_left_armed(
         )
 
 
-def _undo(before: _Armed, own: set[int | None]) -> tuple[list[str], list[int]]:
-    """What the block did, undone; and the threads it started that are still running."""
+def _undo(before: _Armed, started: list[int]) -> tuple[list[str], list[int]]:
+    """What the block did, undone (the threads it `started` stopped); and those still running."""
     try:
-        return before.undo(own)
+        return before.undo(started)
     except KeyboardInterrupt:
         raise
     except BaseException:  # a handler of the revision's fired meanwhile: again, without it now
-        acts, running = before.undo(own)
+        acts, running = before.undo(started)
         return [*acts, "ran its own code while that was undone"], running
 
 
@@ -139,14 +136,13 @@ class _Armed:
     def take(cls, finalizers: bool) -> _Armed:
         with _collector_paused():
             code = CodeState.take()
-        return cls(_Signals.take(), _Hooks.take(finalizers), set(sys._current_frames()), code)
+        return cls(_Signals.take(), _Hooks.take(finalizers), threads.running(), code)
 
-    def undo(self, own: set[int | None]) -> tuple[list[str], list[int]]:
+    def undo(self, started: list[int]) -> tuple[list[str], list[int]]:
         # Handlers first (nothing of the revision's fires after), threads before the code they
         # could change again.
         acts = self.signals.undo() + self.hooks.undo()
-        started = [i for i in sys._current_frames() if i not in self.threads and i not in own]
-        named, running = _stop(started)
+        named, running = threads.stop(started)
         with _collector_paused():
             acts += named + self.code.undo()
         keep_exit_status_from(running)
@@ -289,33 +285,6 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     if event == "sys.addaudithook" and _GUARDING[0]:
         _AUDIT_REFUSED[0] += 1
         raise _AuditHookRefused
-
-
-def _stop(started: list[int]) -> tuple[list[str], list[int]]:
-    """Stop the threads `started` (an exception raised in each once it runs Python code again);
-    what they were, and those still running after STOP_WAIT_S (in a call: they stop when back)."""
-    if not started:
-        return [], []
-    threads = [getattr(threading, "_active", {}).get(ident) for ident in started]
-    names = [t.name if t is not None else "one of _thread.start_new_thread" for t in threads]
-    for thread in threads:  # its end said by the refusal, not by an excepthook (pytest's reports it)
-        if thread is not None and hasattr(thread, "_invoke_excepthook"):
-            thread._invoke_excepthook = lambda thread: None
-    with contextlib.suppress(Exception):  # no ctypes, or not CPython: the run's exit status is still kept
-        import ctypes
-
-        for ident in started:
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(ThreadStopped))
-    deadline = time.monotonic() + STOP_WAIT_S
-    running = started
-    while running and time.monotonic() < deadline:
-        time.sleep(0.005)
-        running = [ident for ident in running if ident in sys._current_frames()]
-    return [f"started {_count(started, 'thread')} ({', '.join(names)})"], running
-
-
-def _count(items: list[Any], noun: str) -> str:
-    return f"a {noun}" if len(items) == 1 else f"{len(items)} {noun}s"
 
 
 def _listed(acts: list[str]) -> str:

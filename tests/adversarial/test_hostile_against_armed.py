@@ -12,10 +12,13 @@ from __future__ import annotations
 import atexit
 import gc
 import json
+import re
 import signal
+import sys
 import threading
 import time
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +26,7 @@ from conftest import SUBPROCESS_ARGS, seed_peak_cache
 from test_hostile_against import a_test, commit, kernel, repo, results, run
 
 from pytest_kernelperf.revision import containment
-from pytest_kernelperf.revision.armed import nothing_left_armed
+from pytest_kernelperf.revision.armed import LeftArmed, nothing_left_armed
 from pytest_kernelperf.verdict import judge
 
 __all__ = ["repo"]  # the fixture, used by name
@@ -321,3 +324,54 @@ def test_a_guard_inside_another_keeps_what_the_inner_one_recorded() -> None:
     finally:
         atexit.unregister(handler)
         containment._State.unseen_exit_handlers[:] = kept
+
+
+# -- the other things an import can leave armed, each undone ------------------------------------------
+
+KEPT_ALIVE = [object.__new__(type("Held", (), {}))]
+
+
+def _noop(*args: object) -> None:
+    return None
+
+
+def _asleep() -> None:
+    time.sleep(0.3)
+
+
+def _raw_thread() -> None:
+    import _thread
+
+    _thread.start_new_thread(_asleep, ())
+
+
+@pytest.mark.parametrize(
+    ("arm", "said"),
+    [
+        (lambda: sys.settrace(_noop), "set a trace function (sys.settrace)"),
+        (lambda: sys.setprofile(_noop), "set a profile function (sys.setprofile)"),
+        (lambda: gc.callbacks.append(_noop), "added a garbage-collection callback (gc.callbacks)"),
+        (lambda: weakref.finalize(KEPT_ALIVE[0], _noop), "registered an exit finalizer (weakref.finalize)"),
+        (lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1}), "blocked or unblocked SIGUSR1"),
+        (lambda: sys.addaudithook(_noop), "tried to add an audit hook (sys.addaudithook, refused)"),
+        (_raw_thread, "started a thread (one of _thread.start_new_thread)"),
+    ],
+)
+def test_what_else_an_import_leaves_armed_is_undone(arm: Callable[[], object], said: str) -> None:
+    before = (
+        sys.gettrace(),
+        sys.getprofile(),
+        list(gc.callbacks),
+        signal.pthread_sigmask(signal.SIG_BLOCK, []),
+    )
+    finalizers = len(weakref.finalize._registry)  # type: ignore[attr-defined]
+    with pytest.raises(LeftArmed, match=re.escape(said)), nothing_left_armed("importing kern.ops at REF"):
+        arm()
+    after = (
+        sys.gettrace(),
+        sys.getprofile(),
+        list(gc.callbacks),
+        signal.pthread_sigmask(signal.SIG_BLOCK, []),
+    )
+    assert after == before
+    assert len(weakref.finalize._registry) == finalizers  # type: ignore[attr-defined]
