@@ -2,7 +2,7 @@
 
 The revision's modules are imported into the judging process, so whatever their import does to the
 process would decide the run: `os._exit(0)` would end it with status 0 and no report, an exit
-handler that calls `os._exit(0)` would turn a failed run green. Three guards, each for what the
+handler that calls `os._exit(0)` would turn a failed run green. Four guards, each for what the
 others cannot see:
 
 * `probe.import_returns` imports each module first in a forked copy of this process (probe.py): an
@@ -11,9 +11,11 @@ others cannot see:
 * `no_process_exit`, while the revision's module is imported here: `os._exit` and the `os.exec*`
   family (and posix's own) raise `ProcessExitRefused` instead, and so does `atexit.register` called from the
   revision's files. Libraries the import pulls in may still register their own exit handlers.
+* `armed.nothing_left_armed`, around the same import: what it leaves behind to act later (signal
+  handlers and timers, shutdown hooks, threads, a changed pytest or plugin) is undone and refused.
 * `reassert_exit_status`: should exit handlers have been registered during such an import some
-  other way than those the guard saw, the run ends, after its reports, with its own exit status
-  before any of them can change it.
+  other way than those the guard saw, or a thread it started still run, the run ends, after its
+  reports, with its own exit status before any of them can change it.
 
 No pytest here, no torch: the standard library only.
 """
@@ -24,9 +26,10 @@ import atexit
 import contextlib
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 # What ends or replaces the process: the os module's own (os.execl and friends call os.execv).
 _ENDINGS = tuple(
@@ -43,10 +46,18 @@ class ProcessExitRefused(BaseException):
     """
 
 
+_EXIT = os._exit  # the process's own, taken before any guard replaces it
+
+
 class _State:
-    # Exit handlers registered during the revision's imports that no guard saw (C code, a saved
-    # reference to atexit.register): the run's exit status is re-asserted before they run.
-    unseen_exit_handlers = 0
+    """Changed in place, never rebound: armed.py puts back any attribute rebound while the
+    revision's code runs, and a guard may run inside another's block (an import in a first call)."""
+
+    # How many exit handlers each of the revision's imports registered that no guard saw (C code, a
+    # saved reference to atexit.register): the run's exit status is re-asserted before they run.
+    unseen_exit_handlers: ClassVar[list[int]] = []
+    # Threads the revision's imports started, told to stop but still in a call then (armed.py).
+    running_threads: ClassVar[list[int]] = []
 
 
 def _caller_file(depth: int) -> Path | None:
@@ -111,7 +122,7 @@ def no_process_exit(what: str, own_files: Path) -> Iterator[None]:
         atexit.register = register
         unseen = atexit._ncallbacks() - before - seen[0]
         if unseen > 0:
-            _State.unseen_exit_handlers += unseen
+            _State.unseen_exit_handlers.append(unseen)
     if unseen > 0:
         raise ProcessExitRefused(
             f"{what} registered {unseen} exit handler(s) past atexit.register: the revision's code "
@@ -119,16 +130,25 @@ def no_process_exit(what: str, own_files: Path) -> Iterator[None]:
         )
 
 
+def keep_exit_status_from(threads: list[int]) -> None:
+    """The revision's code started these threads, which could not be stopped yet: while one of
+    them runs, the run ends with its own exit status (reassert_exit_status)."""
+    _State.running_threads.extend(threads)
+
+
 def reassert_exit_status(status: int) -> None:
-    """Where the revision's imports registered exit handlers no guard saw: end the process with
-    `status` (the run's) before they run. atexit runs its handlers last registered first, so this
-    one, registered when the run ends, runs before theirs; the other handlers are skipped too."""
-    if _State.unseen_exit_handlers:
-        atexit.register(_exit_now, status)
+    """Where the revision's imports registered exit handlers no guard saw, or started a thread that
+    still runs: end the process with `status` (the run's) before they can act. The hook runs first
+    at shutdown, before the interpreter waits for threads and runs any exit handler (threading's
+    shutdown hooks run before atexit's, the last registered first); those are skipped."""
+    running = set(sys._current_frames())
+    if _State.unseen_exit_handlers or any(ident in running for ident in _State.running_threads):
+        register = getattr(threading, "_register_atexit", atexit.register)
+        register(_exit_now, status)
 
 
 def _exit_now(status: int) -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
-    os._exit(status)
+    _EXIT(status)

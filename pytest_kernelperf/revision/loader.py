@@ -36,6 +36,7 @@ from types import CodeType, MethodType, ModuleType
 from typing import Any
 
 from pytest_kernelperf.model.result import Found
+from pytest_kernelperf.revision.armed import LeftArmed, nothing_left_armed
 from pytest_kernelperf.revision.containment import no_process_exit
 from pytest_kernelperf.revision.probe import import_returns
 from pytest_kernelperf.revision.source import NotOwn, not_own
@@ -411,8 +412,12 @@ class RevisionCode:
 
     @contextlib.contextmanager
     def _first_call(self, what: str) -> Iterator[None]:
-        """A counterpart's first call: bounded in time, and unable to end the process."""
-        with TimeLimit(what, self.limit_s, self._say), no_process_exit(what, self.base_top):
+        """A counterpart's first call: bounded in time, unable to end the process, and leaving
+        nothing armed (armed.py)."""
+        limit = TimeLimit(what, self.limit_s, self._say)
+        # Objects the call makes may carry exit finalizers of their own (torch.compile's do).
+        armed = nothing_left_armed("its first call", limit.threads, finalizers=False)
+        with limit, no_process_exit(what, self.base_top), armed:
             yield
 
     def _renamed(self, fn: Callable[..., Any], modules: list[ModuleType]) -> Lookup | None:
@@ -470,10 +475,14 @@ class RevisionCode:
                 self._failed[module_name] = problem
                 return problem
         leaked: list[str] = []
+        refused = ""  # why every module this import loaded is refused
+        what = f"{module_name} at {self.name}"
         with self._as_revision(leaked):
             try:
-                with no_process_exit(f"{module_name} at {self.name}", self.base_top):
+                with no_process_exit(what, self.base_top), nothing_left_armed(f"importing {what}"):
                     module = importlib.import_module(module_name)
+            except LeftArmed as exc:
+                refused = str(exc)
             except BaseException as exc:  # its own code may raise anything, SystemExit included
                 if isinstance(exc, KeyboardInterrupt):
                     raise
@@ -482,15 +491,16 @@ class RevisionCode:
                 return problem
         if leaked:
             # Its code reached this checkout's (a symbolic link into the work tree): judging it
-            # would judge this code against itself. Fail closed, for every module of the import.
-            problem = (
-                f"{module_name} at {self.name} imported {', '.join(leaked)} from this checkout, not from "
+            # would judge this code against itself.
+            refused = (
+                f"{what} imported {', '.join(leaked)} from this checkout, not from "
                 f"{self.name}'s files (a symbolic link into the work tree?): its code would be this code"
             )
+        if refused:  # fail closed, for every module of the import
             for name in [module_name, *self._loaded_by_last_import]:
                 self._loaded.pop(name, None)
-                self._failed[name] = problem
-            return problem
+                self._failed[name] = refused
+            return refused
         where = _file(module)
         if where is None or not where.is_relative_to(self.base_top):
             problem = f"{module_name} at {self.name} was not found in its files (it resolved to {where})"

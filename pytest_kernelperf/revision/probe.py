@@ -21,6 +21,8 @@ import time
 import warnings
 from collections.abc import Callable
 
+from pytest_kernelperf.revision.armed import own_fork
+
 RETURNED = b"returned\n"
 
 
@@ -30,7 +32,7 @@ def import_returns(what: str, run_import: Callable[[], object], limit_s: float |
     if not hasattr(os, "fork"):
         return None
     read, write = os.pipe()
-    with warnings.catch_warnings():  # Python 3.12 warns of fork in a process with threads
+    with warnings.catch_warnings(), own_fork():  # Python 3.12 warns of fork in a process with threads
         warnings.simplefilter("ignore", DeprecationWarning)
         pid = os.fork()
     if pid == 0:  # the copy: report, then end without running anything of the parent's

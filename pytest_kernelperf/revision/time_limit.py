@@ -75,6 +75,10 @@ class TimeLimit:
         if self._armed:
             signal.signal(signal.SIGINT, self._previous)
 
+    def threads(self) -> list[threading.Thread]:
+        """The timer threads of the limit, started while its block runs (not the block's own)."""
+        return list(self._timers)
+
     def _start(self, seconds: float, then: Any) -> None:
         timer = threading.Timer(seconds, then)
         timer.daemon = True
