@@ -120,7 +120,10 @@ def test_a_second_occasion_is_added_to_the_stored_entry_and_narrows_the_occasion
     result = project.run("--kernelperf", "--kernelperf-json=run.json")
     result.assert_outcomes(passed=1)
     (judged,) = json.loads((project.pytester.path / "run.json").read_text())["results"]
-    assert "(2 recording occasions)" in judged["comparison"]["process_source"]
+    source = judged["comparison"]["process_source"]
+    # Two processes of two occasions: no spread within an occasion, the occasions' own in tau.
+    assert source.startswith("0.15% built in for 1 ms-10 ms kernels; plus ")
+    assert "between occasions (2 recording occasions, shrunk toward" in source
 
 
 def test_adding_an_occasion_needs_an_update(project: Project) -> None:
