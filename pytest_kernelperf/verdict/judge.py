@@ -432,18 +432,12 @@ def round_test(
     occasion = occasions.occasion_term(
         prior_mod.by_occasion(parts, baseline.occasion_processes), base_level, current.method, sp2, s2
     )
-    tau2, df_occasion = occasion.variance, occasion.df
-    # The run is an occasion of its own. Past runs, each its own occasion, show this kernel's whole
-    # run-to-run variance (process and occasion), which then scales both terms, in their proportion,
-    # by the weight of its evidence.
     learnt = prior_mod.history_variance(history) if history else None
-    if learnt is not None and sp2 + tau2 > 0:
-        run_to_run = sp2 + tau2
-        df_prior = run_to_run**2 / (sp2**2 / df_process + tau2**2 / df_occasion)
-        pooled = (df_prior * run_to_run + learnt[1] * max(learnt[0], 0.0)) / (df_prior + learnt[1])
-        sp2, tau2 = sp2 * pooled / run_to_run, tau2 * pooled / run_to_run
-        df_process, df_occasion = df_process + learnt[1], df_occasion + learnt[1]
+    if learnt is not None and sp2 + occasion.variance > 0:
         source += f"; both scaled by {len(history or ())} past runs"
+    (sp2, df_process), (tau2, df_occasion) = _scaled_by_history(
+        (sp2, df_process), (occasion.variance, occasion.df), learnt
+    )
     process_part = sp2 * (1 + 1 / n_processes)
     occasion_part = tau2 * (1 + occasions.level_weight(baseline.occasion_processes))
     if occasion_part:
@@ -465,6 +459,24 @@ def round_test(
     )
     process = ProcessNoise(math.sqrt(sp2), source)
     return replace(test, process=process, round_share=round_part / variance if variance else 1.0)
+
+
+def _scaled_by_history(
+    process: tuple[float, float], occasion: tuple[float, float], learnt: tuple[float, float] | None
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The between-process and between-occasion variances with their degrees of freedom, scaled by
+    the kernel's past runs (`learnt`: their run-to-run variance and its degrees of freedom). The
+    run is an occasion of its own; past runs, each its own occasion, show this kernel's whole
+    run-to-run variance (process and occasion), which then scales both terms, in their proportion,
+    by the weight of its evidence."""
+    (sp2, df_process), (tau2, df_occasion) = process, occasion
+    if learnt is None or sp2 + tau2 <= 0:
+        return process, occasion
+    run_to_run = sp2 + tau2
+    df_prior = run_to_run**2 / (sp2**2 / df_process + tau2**2 / df_occasion)
+    pooled = (df_prior * run_to_run + learnt[1] * max(learnt[0], 0.0)) / (df_prior + learnt[1])
+    scale = pooled / run_to_run
+    return (sp2 * scale, df_process + learnt[1]), (tau2 * scale, df_occasion + learnt[1])
 
 
 def _between_processes(

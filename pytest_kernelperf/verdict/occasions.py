@@ -22,9 +22,8 @@ from typing import Protocol
 from pytest_kernelperf.verdict import noise
 from pytest_kernelperf.verdict import prior as prior_mod
 
-ADD_OCCASION = (
-    "record it again on another day or machine (--kernelperf-update-baselines --kernelperf-add-occasion)"
-)
+# Where a kernel's baseline needs more occasions: what to do ("record it again " + this).
+ADD_OCCASION = "on another day or machine with --kernelperf-update-baselines --kernelperf-add-occasion"
 
 
 @dataclass(frozen=True)
@@ -114,15 +113,16 @@ class ProcessOffset:
     size_label: str
 
     @property
-    def figures(self) -> str:
-        return (
-            f"{self.processes} recording processes {self.own_sd:.2%} apart beyond their rounds, "
-            f"{self.own_sd / self.class_sd:.1f}x the {self.class_sd:.2%} of {self.size_label} kernels"
-        )
+    def excess(self) -> str:
+        return f"{self.own_sd / self.class_sd:.1f}x the {self.class_sd:.2%} of {self.size_label} kernels"
 
     @property
     def note(self) -> str:
-        return f"needs occasions: its {self.figures}; {ADD_OCCASION}"
+        """The judgement's note: what its baseline shows, and the remedy."""
+        return (
+            f"needs occasions: its {self.processes} recording processes sit {self.own_sd:.2%} apart "
+            f"beyond their rounds, {self.excess}; record it again {ADD_OCCASION}"
+        )
 
 
 def needs_occasions(record: Recorded, step_ms: float | None = None) -> ProcessOffset | None:
