@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import sys
 import tarfile
 import tempfile
@@ -82,6 +83,7 @@ class Row:
     z: float
     critical: float  # z at the judgement's level alpha / m
     needs_occasions: bool
+    detectable: float  # the smallest slowdown the judgement would catch with 95% power
 
 
 def extract(archives: Sequence[Path], into: Path) -> list[Card]:
@@ -172,6 +174,7 @@ def judge_cards(cards: Iterable[Card], taus: Sequence[float], factor: float = 1.
                         z_star(c.ratio, c.p_value),
                         float(norm.isf(c.level)) if c.level else math.inf,
                         occasions.needs_occasions(base, base.resolution_ms) is not None,
+                        c.detectable or math.inf,
                     )
                 )
     return rows
@@ -246,6 +249,23 @@ def power_line(rows: Sequence[Row]) -> str:
     return "; ".join(parts)
 
 
+def kernel_power(rows: Sequence[Row]) -> str:
+    """Per kernel of the largest class: the share of +3% caught and the median detectable slowdown."""
+    by_kernel: dict[str, list[Row]] = defaultdict(list)
+    for row in rows:
+        if row.tau_class == 2:
+            by_kernel[row.kernel.split("::", 1)[1]].append(row)
+    parts = []
+    for kernel, found in sorted(by_kernel.items(), key=lambda item: _caught(item[1])):
+        detectable = statistics.median(r.detectable for r in found)
+        parts.append(f"{kernel} {_caught(found):.0%} ({detectable:.1%})")
+    return "; ".join(parts)
+
+
+def _caught(rows: Sequence[Row]) -> float:
+    return sum(r.verdict is Verdict.SLOWER for r in rows) / len(rows)
+
+
 def _low(label: str) -> float:
     number, unit = label.split("-", maxsplit=1)[0].split()
     return float(number) * {"ns": 1e-6, "us": 1e-3, "ms": 1.0}[unit]
@@ -284,6 +304,8 @@ def design(title: str, cards: list[Card], class_only: bool = False) -> tuple[flo
         print(f"  at the {name} values ({percent(taus)}): {false_line(at)}")
         print(f"    {tail_line(at)}")
         print(f"    +3% caught: {power_line(caught)}")
+        if name == "chosen":
+            print(f"    +3% caught per kernel from 100 us: {kernel_power(caught)}")
     if class_only:  # what the kernels' own occasion spread adds: the class value alone in its place
         weight, noise.OCCASION_DF = noise.OCCASION_DF, 1e12
         at = judge_cards(cards, result.chosen)

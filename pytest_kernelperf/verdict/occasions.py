@@ -97,9 +97,11 @@ class Recorded(Protocol):
 # processes, an own SD beyond about 2.6x it). The class value is the upper quartile of its class
 # on a 21-process A/A, so the test leans toward silence. Not the fitted prior: fitted to a suite's
 # entries on an H200 it carries about 1 degree of freedom (kernels' process terms differ tenfold),
-# against which no spread is ever surprising. On the seven H200s with 3-process baselines (280
-# kernel baselines, docs/results/occasion_loko_2026-12-04.txt) it flags 13, each a kernel whose
-# verdicts already widen with its own processes' spread.
+# against which no spread is ever surprising. On the ten H200s with 3-process baselines (286 kernel
+# baselines, docs/results/occasion_loko_2026-12-04.txt) it flags 13 (the SAXPYs, compiled MLPs, large
+# attentions, the transpose on 2 of 7 cards): none of their 67 A/A judgements has |z*| beyond 3, their
+# own processes' spread already widening them. The A/A tail lies in kernels whose recording processes
+# agreed (the transpose on the other cards): no check of one occasion can see it, a second can.
 NEEDS_OCCASIONS_P = 0.001
 
 
