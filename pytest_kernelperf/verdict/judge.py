@@ -134,10 +134,6 @@ class Rounds:
         return prior_mod.groups(self.rounds_ms, self.process_rounds)
 
     @property
-    def occasion_count(self) -> int:
-        return max(1, len(self.occasion_processes))
-
-    @property
     def level_ms(self) -> float:
         """The figure judged: the mean over processes of each one's geometric mean of rounds."""
         parts = self.processes
