@@ -65,6 +65,47 @@ def record(rounds: tuple[float, ...], n: int = 40) -> MetricRecord:
     return MetricRecord("cupti", sorted(rounds)[len(rounds) // 2], (low, high), n, quantiles, rounds, 3.2e-5)
 
 
+# Each process sits 3% from the last: a count of the processes that imported the module picks it.
+OFFSET_PROCESSES = """
+import pathlib
+
+import torch
+
+_seen = pathlib.Path(__file__).with_name("processes.txt")
+with _seen.open("a") as handle:
+    handle.write("x")
+
+def kernel(x):
+    return x * 2
+
+kernel.fake_ms = 0.05 * (1 + 0.03 * (len(_seen.read_text()) % 3))
+
+def test_kernel(kernel_bench):
+    kernel_bench(kernel, torch.ones(8))
+"""
+
+
+@pytest.mark.slow
+def test_an_update_names_the_entries_whose_processes_need_occasions(project: Project) -> None:
+    project.module(OFFSET_PROCESSES)
+    seed_peak_cache(project.pytester.path)
+    result = project.run("--kernelperf-update-baselines", "--kernelperf-record-processes=3")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*kernelperf baselines updated*",
+            "needs occasions: 1 entry whose recording processes disagree far beyond their rounds: "
+            "test_kernel on * (3 processes *% apart, *x the 0.30% of 10 us-100 us kernels); their "
+            "verdicts say so until they are recorded again on another day or machine with "
+            "--kernelperf-update-baselines --kernelperf-add-occasion",
+        ]
+    )
+    report = project.pytester.path / "run.json"
+    project.run("--kernelperf", f"--kernelperf-json={report}")
+    (judged,) = json.loads(report.read_text())["results"]
+    assert "needs occasions: its 3 recording processes sit" in judged["comparison"]["reason"]
+
+
 def test_the_baselines_clock_is_its_processes_mean() -> None:
     """A power-capped kernel's level is the mean over its processes; so is the clock it is set against."""
     one = BaselineEntry(record((1.0, 1.0)), "2026-12-03", {"sm_clock_mhz": "1980", "driver": "580"})
@@ -120,7 +161,10 @@ def test_a_second_occasion_is_added_to_the_stored_entry_and_narrows_the_occasion
     result = project.run("--kernelperf", "--kernelperf-json=run.json")
     result.assert_outcomes(passed=1)
     (judged,) = json.loads((project.pytester.path / "run.json").read_text())["results"]
-    assert "(2 recording occasions)" in judged["comparison"]["process_source"]
+    source = judged["comparison"]["process_source"]
+    # Two processes of two occasions: no spread within an occasion, the occasions' own in tau.
+    assert source.startswith("0.15% built in for 1 ms-10 ms kernels; plus ")
+    assert "between occasions (2 recording occasions, shrunk toward" in source
 
 
 def test_adding_an_occasion_needs_an_update(project: Project) -> None:

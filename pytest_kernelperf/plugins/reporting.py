@@ -254,6 +254,10 @@ class Reports:
             terminalreporter.section("kernelperf baselines updated")
             for update in updates:
                 terminalreporter.line(update)
+            written = {update.path for update in self.state.updates if not update.error}
+            staged = {path: e for path, e in self.state.store.staged.items() if path in written}
+            for line in render.needs_occasions_lines(staged):
+                terminalreporter.line(line, yellow=True)
 
 
 def _status(test_report: pytest.TestReport) -> tuple[str, str] | None:

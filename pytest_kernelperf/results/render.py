@@ -14,17 +14,19 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from pytest_kernelperf.baselines.store import FileUpdate
 from pytest_kernelperf.formatting import artifact_line, significant
 from pytest_kernelperf.ids import display_name
-from pytest_kernelperf.model.baseline import split_nodeid
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, split_nodeid
 from pytest_kernelperf.model.device import Peak
 from pytest_kernelperf.model.result import MEASURED_TWICE, NOT_GATED, BenchResult, Verdict
 from pytest_kernelperf.profiling import ncu_diff
 from pytest_kernelperf.results.throughput import Figures, figures
 from pytest_kernelperf.verdict.memory import memory_text
 from pytest_kernelperf.verdict.noise import size_class
+from pytest_kernelperf.verdict.occasions import ADD_OCCASION, needs_occasions
 from pytest_kernelperf.verdict.shift import device_shifts
 
 _PARAMS = re.compile(r"\[(?P<param>.*)\]$")
@@ -479,6 +481,28 @@ def update_lines(updates: Sequence[FileUpdate]) -> list[str]:
             text += f" (replaced an unreadable file: {update.replaced_unreadable})"
         lines.append(text)
     return lines
+
+
+def needs_occasions_lines(staged: Mapping[Path, Mapping[EntryKey, BaselineEntry]]) -> list[str]:
+    """After an update: the entries written from one occasion whose recording processes disagree
+    far beyond their rounds (verdict/occasions.py), named, with the remedy."""
+    found = []
+    for entries in staged.values():
+        for key, entry in entries.items():
+            record = entry.device_time
+            offset = needs_occasions(record, record.resolution_ms)
+            if offset is not None:
+                found.append(
+                    f"{key.test} on {key.device} ({offset.processes} processes {offset.own_sd:.2%} apart, "
+                    f"{offset.excess})"
+                )
+    if not found:
+        return []
+    return [
+        f"needs occasions: {len(found)} {'entry' if len(found) == 1 else 'entries'} whose recording "
+        f"processes disagree far beyond their rounds: {'; '.join(found)}; their verdicts say so until "
+        f"they are recorded again {ADD_OCCASION}"
+    ]
 
 
 # --- markdown ----------------------------------------------------------------------------------

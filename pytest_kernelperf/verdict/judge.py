@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from pytest_kernelperf.model.result import POWER, Comparison, Throttling, Verdict
-from pytest_kernelperf.verdict import busy_host, noise
+from pytest_kernelperf.verdict import busy_host, noise, occasions
 from pytest_kernelperf.verdict import prior as prior_mod
 from pytest_kernelperf.verdict.messages import UPDATE_HINT
 
@@ -134,10 +134,6 @@ class Rounds:
         return prior_mod.groups(self.rounds_ms, self.process_rounds)
 
     @property
-    def occasion_count(self) -> int:
-        return max(1, len(self.occasion_processes))
-
-    @property
     def level_ms(self) -> float:
         """The figure judged: the mean over processes of each one's geometric mean of rounds."""
         parts = self.processes
@@ -223,6 +219,9 @@ def judge(current: Rounds, baseline: Rounds | None, **options: Unpack[JudgeOptio
     verdict, note = undetermined(verdict, test.detectable, threshold, remedy)
     if note:
         notes.append(note)
+    offset = occasions.needs_occasions(baseline, baseline.step_ms)
+    if offset is not None:
+        notes.append(offset.note)
     return Comparison(
         verdict,
         ratio=ratio,
@@ -405,11 +404,14 @@ def round_test(
 
     Round variance s^2: the kernel's rounds (pooled within each process), shrunk toward the baseline
     set's fitted prior. Between-process variance sp^2: the spread of the baseline's recording
-    processes (beyond what their rounds explain), shrunk toward its prior, and never below a timer
-    step's quantisation. Between-occasion variance tau^2: the class's (verdict/noise.py). The kernel's
-    past runs, each its own occasion, scale sp^2 + tau^2 to what they show. With N baseline processes
-    from K occasions the difference has variance s^2 (1/n + sum(1/n_p)/N^2) + sp^2 (1 + 1/N)
-    + tau^2 (1 + 1/K); degrees of freedom by Satterthwaite."""
+    processes within their occasions (beyond what their rounds explain), shrunk toward its prior,
+    and never below a timer step's quantisation. Between-occasion variance tau^2: the class's
+    (verdict/noise.py), or with K >= 2 recording occasions the spread of the occasions' levels
+    beyond what their processes explain, shrunk toward it (verdict/occasions.py). The kernel's past
+    runs, each its own occasion, scale sp^2 + tau^2 to what they show. With N baseline processes
+    the difference has variance s^2 (1/n + sum(1/n_p)/N^2) + sp^2 (1 + 1/N) + tau^2 (1 + w), w the
+    sum of the occasions' squared shares of the processes (1/K for K alike); degrees of freedom by
+    Satterthwaite."""
     if not current.rounds_ms or not baseline.rounds_ms:
         raise ValueError("a comparison needs at least one round on each side")
     noises = prior or prior_mod.NoisePrior()
@@ -423,50 +425,26 @@ def round_test(
     inverse = math.fsum(1 / len(p) for p in parts)
     n_processes = len(parts)
     round_part = s2 * (1 / len(current.rounds_ms) + inverse / n_processes**2)
-
-    process_prior = noises.for_process(device, current.method, base_level)
-    pieces = [(process_prior.sd**2, process_prior.df)]
-    seen = []
-    spread = prior_mod.level_variance(parts)
-    if spread is not None:
-        pieces.append((spread[0] - s2 * inverse / n_processes, spread[1]))
-        seen.append(f"{n_processes} recording processes")
-    df_process = math.fsum(df for _, df in pieces)
-    sp2 = max(math.fsum(v * df for v, df in pieces) / df_process, 0.0)
-    source = (
-        process_prior.source if not seen else f"{' and '.join(seen)}, shrunk toward {process_prior.source}"
+    sp2, df_process, source = _between_processes(
+        current,
+        baseline,
+        noises.for_process(device, current.method, base_level),
+        s2,
+        (round_var if own_df else s2),
     )
-    # Rounds that hardly move (SD below half a step's uniform SD) sit on the timer's steps without
-    # dithering across them: such a level may land anywhere within a step from one process to the next.
-    # Rounds that move more (each its own placement and sampling window) carry the step's part in
-    # their own spread, which the round variance holds (on an H200, 82 A/A judgements of 1-10 us kernels
-    # moved by a third of what a step-wide floor would allow: docs/measurement.md).
-    step = max(current.step_ms or 0.0, baseline.step_ms or 0.0)
-    quantised = (step / base_level) ** 2 / 12
-    if quantised > sp2 and (round_var if own_df else s2) < quantised / 4:
-        sp2 = quantised
-        df_process = KNOWN_DF  # the step is known, not estimated
-        source += f"; raised to {math.sqrt(quantised):.2%} by the timer's {step * 1e6:.3g} ns step"
-    # The occasion term: the run is an occasion of its own, the baseline's processes share theirs.
-    # The recording processes cannot see it (they share one occasion); past runs can, each its own
-    # occasion: their spread estimates this kernel's whole run-to-run variance (process and occasion),
-    # which then scales both terms, in the class's proportion, by the weight of its evidence.
-    tau2 = noise.occasion_level_sd(base_level, current.method) ** 2
-    df_occasion = noise.OCCASION_DF
+    occasion = occasions.occasion_term(
+        prior_mod.by_occasion(parts, baseline.occasion_processes), base_level, current.method, sp2, s2
+    )
     learnt = prior_mod.history_variance(history) if history else None
-    if learnt is not None and sp2 + tau2 > 0:
-        run_to_run = sp2 + tau2
-        df_prior = run_to_run**2 / (sp2**2 / df_process + tau2**2 / df_occasion)
-        pooled = (df_prior * run_to_run + learnt[1] * max(learnt[0], 0.0)) / (df_prior + learnt[1])
-        sp2, tau2 = sp2 * pooled / run_to_run, tau2 * pooled / run_to_run
-        df_process, df_occasion = df_process + learnt[1], df_occasion + learnt[1]
+    if learnt is not None and sp2 + occasion.variance > 0:
         source += f"; both scaled by {len(history or ())} past runs"
+    (sp2, df_process), (tau2, df_occasion) = _scaled_by_history(
+        (sp2, df_process), (occasion.variance, occasion.df), learnt
+    )
     process_part = sp2 * (1 + 1 / n_processes)
-    occasion_part = tau2 * (1 + 1 / baseline.occasion_count)
+    occasion_part = tau2 * (1 + occasions.level_weight(baseline.occasion_processes))
     if occasion_part:
-        count = baseline.occasion_count
-        occasions = f"{count} recording occasion{'s' * (count > 1)}"
-        source += f"; plus {math.sqrt(tau2):.2%} between occasions ({occasions})"
+        source += f"; plus {math.sqrt(tau2):.2%} between occasions ({occasion.evidence})"
     card_part = 0.0
     if current.card and baseline.card and current.card != baseline.card:
         card_part = CARD_LEVEL_SD**2
@@ -482,8 +460,56 @@ def round_test(
     test = _t_test(
         d, math.sqrt(variance), df, level, math.sqrt(s2), (own if own_df else "") + rounds_prior.source
     )
-    process = ProcessNoise(math.sqrt(process_part / (1 + 1 / n_processes)), source)
+    process = ProcessNoise(math.sqrt(sp2), source)
     return replace(test, process=process, round_share=round_part / variance if variance else 1.0)
+
+
+def _scaled_by_history(
+    process: tuple[float, float], occasion: tuple[float, float], learnt: tuple[float, float] | None
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The between-process and between-occasion variances with their degrees of freedom, scaled by
+    the kernel's past runs (`learnt`: their run-to-run variance and its degrees of freedom). The
+    run is an occasion of its own; past runs, each its own occasion, show this kernel's whole
+    run-to-run variance (process and occasion), which then scales both terms, in their proportion,
+    by the weight of its evidence."""
+    (sp2, df_process), (tau2, df_occasion) = process, occasion
+    if learnt is None or sp2 + tau2 <= 0:
+        return process, occasion
+    run_to_run = sp2 + tau2
+    df_prior = run_to_run**2 / (sp2**2 / df_process + tau2**2 / df_occasion)
+    pooled = (df_prior * run_to_run + learnt[1] * max(learnt[0], 0.0)) / (df_prior + learnt[1])
+    scale = pooled / run_to_run
+    return (sp2 * scale, df_process + learnt[1]), (tau2 * scale, df_occasion + learnt[1])
+
+
+def _between_processes(
+    current: Rounds, baseline: Rounds, process_prior: prior_mod.PriorSD, s2: float, round_var: float
+) -> tuple[float, float, str]:
+    """sp^2, its degrees of freedom and its source: the baseline's recording processes' spread
+    within their occasions beyond what their rounds explain (s2), shrunk toward `process_prior`;
+    raised to a timer step's quantisation where the rounds (`round_var`) sit on its steps."""
+    parts = baseline.processes
+    n_processes = len(parts)
+    pieces = [(process_prior.sd**2, process_prior.df)]
+    spread = prior_mod.level_variance(parts, baseline.occasion_processes)
+    source = process_prior.source
+    if spread is not None:
+        pieces.append((spread[0] - s2 * math.fsum(1 / len(p) for p in parts) / n_processes, spread[1]))
+        source = f"{n_processes} recording processes, shrunk toward {process_prior.source}"
+    df_process = math.fsum(df for _, df in pieces)
+    sp2 = max(math.fsum(v * df for v, df in pieces) / df_process, 0.0)
+    # Rounds that hardly move (SD below half a step's uniform SD) sit on the timer's steps without
+    # dithering across them: such a level may land anywhere within a step from one process to the next.
+    # Rounds that move more (each its own placement and sampling window) carry the step's part in
+    # their own spread, which the round variance holds (on an H200, 82 A/A judgements of 1-10 us kernels
+    # moved by a third of what a step-wide floor would allow: docs/measurement.md).
+    step = max(current.step_ms or 0.0, baseline.step_ms or 0.0)
+    quantised = (step / baseline.level_ms) ** 2 / 12
+    if quantised > sp2 and round_var < quantised / 4:
+        sp2 = quantised
+        df_process = KNOWN_DF  # the step is known, not estimated
+        source += f"; raised to {math.sqrt(quantised):.2%} by the timer's {step * 1e6:.3g} ns step"
+    return sp2, df_process, source
 
 
 def _t_test(d: float, se: float, df: float, level: float, sd: float, source: str) -> RoundTest:

@@ -92,7 +92,9 @@ def noise_priors(entries: Iterable[tuple[str, BaselineEntry]]) -> dict[str, Nois
         prior = priors.setdefault(device, NoisePrior())
         for record in (entry.device_time, entry.host_latency):
             if record is not None and record.rounds_ms:
-                prior.add(device, record.method, record.rounds_ms, record.process_rounds)
+                prior.add(
+                    device, record.method, record.rounds_ms, record.process_rounds, record.occasion_processes
+                )
     return priors
 
 

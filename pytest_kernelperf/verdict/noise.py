@@ -37,8 +37,17 @@ PROCESS_LEVEL_SD: tuple[tuple[float, float], ...] = (
 # sitting (a CI job, a recording session). Processes run back to back on one machine share its state
 # (clocks, temperature, the driver's and allocator's warm state), so the spread among a baseline's
 # recording processes cannot see it, and a run on another occasion differs from the baseline by it
-# twice (once for each side's occasion). Fitted to the A/A studies of 2026-12-01 and 2026-12-02 (four
-# H200s, 974 judgements: docs/measurement.md, "Occasions"), then checked on fresh cards.
+# twice (once for each side's occasion). It is the value with one recording occasion, and the prior a
+# kernel's own occasions are shrunk toward (verdict/occasions.py). Chosen as the smallest per class
+# with no false `slower` on the A/A runs of the ten H200s with 3-process baselines (verdict studies
+# 2026-12-01, -02, -02b, -03d and power-capped -03b: 1473 judgements; studies/occasion_loko.py,
+# docs/results/occasion_loko_2026-12-04.txt). Held out by kernel on those cards (each kernel judged at
+# the value the rule picks on the others): 3 false `slower` in 1473 (95% upper 5.3 per 1000), all the
+# torch transpose after memory churn, for which the others pick 0.35% at 100 us-1 ms; |z*| > 3 in 8
+# where N(0,1) gives 4. Held out by card, the one-process cards (verdict studies -03, -03c, power-
+# capped -03: 661 judgements) read 6 false `slower` at these values (the NVRTC SAXPY, the transpose).
+# A second occasion simulated from those runs would pick 0.25% / 0.35%: not taken, since it came
+# minutes after the recording, in the session of the runs it was judged by.
 OCCASION_LEVEL_SD: tuple[tuple[float, float], ...] = (
     # (upper bound of the class in ms, relative SD)
     (1e-2, 0.0),

@@ -110,14 +110,40 @@ def within_variance(parts: Sequence[Sequence[float]]) -> tuple[float, int]:
     return (squares / df if df else 0.0), df
 
 
-def level_variance(parts: Sequence[Sequence[float]]) -> tuple[float, int] | None:
-    """The variance of the processes' levels (mean log round) and its degrees of freedom, from two
-    processes on; it holds the between-process variance plus the round variance over the rounds."""
-    if len(parts) < 2:
-        return None
-    means = [math.fsum(math.log(v) for v in part) / len(part) for part in parts]
-    grand = math.fsum(means) / len(means)
-    return math.fsum((m - grand) ** 2 for m in means) / (len(means) - 1), len(means) - 1
+def by_occasion(
+    parts: Sequence[Sequence[float]], occasion_processes: Sequence[int] = ()
+) -> list[list[Sequence[float]]]:
+    """The processes (each its rounds) of each recording occasion, in order (one occasion where
+    counts are absent)."""
+    if not occasion_processes:
+        return [list(parts)]
+    out, start = [], 0
+    for count in occasion_processes:
+        out.append(list(parts[start : start + count]))
+        start += count
+    return out
+
+
+def log_level(rounds_ms: Sequence[float]) -> float:
+    """A process's level: the mean log of its rounds."""
+    return math.fsum(math.log(v) for v in rounds_ms) / len(rounds_ms)
+
+
+def level_variance(
+    parts: Sequence[Sequence[float]], occasion_processes: Sequence[int] = ()
+) -> tuple[float, int] | None:
+    """The variance of the processes' levels (mean log round) about their occasion's mean, pooled
+    over occasions, and its degrees of freedom (processes less occasions); None without two
+    processes in one occasion. It holds the between-process variance plus the round variance over
+    the rounds; processes of different occasions also differ by how far the occasions moved, which
+    verdict/occasions.py estimates apart."""
+    squares, df = 0.0, 0
+    for occasion in by_occasion(parts, occasion_processes):
+        means = [log_level(part) for part in occasion]
+        grand = math.fsum(means) / len(means)
+        squares += math.fsum((m - grand) ** 2 for m in means)
+        df += len(means) - 1
+    return (squares / df, df) if df else None
 
 
 @dataclass
@@ -134,7 +160,12 @@ class NoisePrior:
     _fits: dict[tuple[str, str, str], Fit | None] = field(default_factory=dict)
 
     def add(
-        self, device: str, method: str, rounds_ms: Sequence[float], process_rounds: Sequence[int] = ()
+        self,
+        device: str,
+        method: str,
+        rounds_ms: Sequence[float],
+        process_rounds: Sequence[int] = (),
+        occasion_processes: Sequence[int] = (),
     ) -> None:
         if not rounds_ms or not all(v > 0 and math.isfinite(v) for v in rounds_ms):
             return
@@ -144,7 +175,7 @@ class NoisePrior:
         if df:
             scale = noise.builtin_round_sd(level, method) ** 2
             self._rounds.setdefault((device, method), []).append((variance / scale, df))
-        spread = level_variance(parts)
+        spread = level_variance(parts, occasion_processes)
         if spread is not None:
             scale = noise.process_level_sd(level, method) ** 2
             self._levels.setdefault((device, method), []).append((spread[0] / scale, spread[1]))
