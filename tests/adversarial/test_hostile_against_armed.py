@@ -328,7 +328,7 @@ def test_a_guard_inside_another_keeps_what_the_inner_one_recorded() -> None:
 
 # -- the other things an import can leave armed, each undone ------------------------------------------
 
-KEPT_ALIVE = [object.__new__(type("Held", (), {}))]
+KEPT_ALIVE: list[object] = [object.__new__(type("Held", (), {}))]
 
 
 def _noop(*args: object) -> None:
