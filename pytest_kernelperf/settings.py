@@ -406,7 +406,10 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "pair_seconds",
-        1.0,
+        # On an H200 (studies/sequential_gate_study.py, 2026-12-04) 8 s decided +1% in 99% of
+        # pairs while unchanged kernels stopped after 0.37-0.52 s; at 1 s, 5-10% of unchanged
+        # kernels ran out undecided, which the pull-request gate fails.
+        8.0,
         "with --kernelperf-against: each kernel's budget: pairs are drawn until they decide the "
         "verdict at the threshold or the kernel's measuring (its and REF's, the planned pairs "
         "included) has taken this many seconds, the last pair begun finishing; undecided then, it "
