@@ -25,6 +25,7 @@ from pytest_kernelperf.measure.faults import FaultGuard
 from pytest_kernelperf.plugins import handoff, isolate, recording
 from pytest_kernelperf.plugins.costs import RunCosts
 from pytest_kernelperf.plugins.gpus import GpuPlacement, RequireGpu
+from pytest_kernelperf.plugins.outcomes import Outcomes
 from pytest_kernelperf.plugins.poisoning import PoisonWatch
 from pytest_kernelperf.plugins.reporting import Reports
 from pytest_kernelperf.plugins.role import RECORD_OUTPUT, Role
@@ -49,7 +50,8 @@ class KernelperfRun:
         self.faults = faults
         self.gpus = gpus
         self.unused = UnusedEntries(config)
-        self.reports = Reports(config, session)
+        self.outcomes = Outcomes()
+        self.reports = Reports(config, session, self.outcomes)
         self.costs = RunCosts(session)
         self.notes: list[str] = []
         self.child: isolate.IsolatedChild | None = None
@@ -64,6 +66,7 @@ class KernelperfRun:
         manager = self.config.pluginmanager
         manager.register(self, "kernelperf-run")
         manager.register(self.reports, "kernelperf-reports")
+        manager.register(self.outcomes, "kernelperf-outcomes")
         manager.register(self.unused, "kernelperf-unused")
         manager.register(self.gpus, "kernelperf-gpus")
         manager.register(PoisonWatch(self.faults), "kernelperf-poisoning")

@@ -20,7 +20,7 @@ from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey
 from pytest_kernelperf.model.device import CARD_KEY, DeviceInfo, Peak
 from pytest_kernelperf.model.result import BenchResult, MemoryCheck, Verdict
-from pytest_kernelperf.results.runfile import RunReport
+from pytest_kernelperf.results.runfile import ReportedTest, RunReport
 from pytest_kernelperf.settings import judged_setting
 from pytest_kernelperf.verdict.judgement import (
     JudgementContext,
@@ -195,6 +195,7 @@ def merge_runs(runs: Sequence[RunReport], sources: Sequence[str], output: str | 
     plots: list[str] = []
     written: list[str] = []
     merged_from: list[str] = []
+    tests: dict[str, ReportedTest] = {}
     for run, source in zip(runs, sources, strict=True):
         for result in run.results:
             key = key_of(result)
@@ -212,6 +213,8 @@ def merge_runs(runs: Sequence[RunReport], sources: Sequence[str], output: str | 
         plots.extend(str(p) for p in run.artifacts.get("plots") or [])
         written.extend(str(p) for p in run.artifacts.get("baselines_written") or [])
         merged_from.extend(run.merged_from or (source,))
+        for nodeid, test in run.tests.items():
+            tests.setdefault(nodeid, test)
     modes = {run.mode for run in runs}
     first = runs[0]
     return RunReport(
@@ -229,6 +232,8 @@ def merge_runs(runs: Sequence[RunReport], sources: Sequence[str], output: str | 
             "baselines_written": list(dict.fromkeys(written)),
         },
         merged_from=tuple(merged_from),
+        rootdir=first.rootdir,
+        tests=tests,
     )
 
 
