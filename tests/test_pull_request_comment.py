@@ -28,7 +28,9 @@ def test_the_comment_matches_its_golden_file() -> None:
 def test_regressions_come_first_with_change_interval_and_diagnosis() -> None:
     text = pull_request.comment(gate_run(), run_url=RUN_URL)
     assert text.startswith(pull_request.MARKER + "\n### pytest-kernelperf: 1 same, 1 slower, 1 mismatch\n")
-    row = next(line for line in text.splitlines() if line.startswith("| `tests/test_gelu.py::test_gelu[compiled]`"))
+    row = next(
+        line for line in text.splitlines() if line.startswith("| `tests/test_gelu.py::test_gelu[compiled]`")
+    )
     assert "**+20.2%**" in row and "+19.2% to +21.2%" in row
     assert "kernels.gelu:gelu at origin/main (1a2b3c4d5e), 3 paired rounds; answers identical" in row
     # The regression table before the folded table, the folded table before nothing else.
@@ -75,10 +77,12 @@ def test_a_huge_summary_is_cut_inside_its_fold() -> None:
 
 def test_user_text_cannot_break_out_of_its_cell() -> None:
     run = gate_run()
+    slower = run.results[1]
+    assert slower.against is not None
     hostile = replace(
-        run.results[1],
+        slower,
         nodeid="tests/test_x.py::test_x[a|b]",
-        against=replace(run.results[1].against, where="m:<img src=x onerror=alert(1)>|"),  # type: ignore[arg-type]
+        against=replace(slower.against, where="m:<img src=x onerror=alert(1)>|"),
     )
     text = pull_request.comment(replace(run, results=(hostile,), tests={}))
     row = next(line for line in text.splitlines() if "test_x" in line)
@@ -108,7 +112,12 @@ def test_a_failing_test_without_a_known_line_is_not_annotated() -> None:
 
 def test_the_diagnosis_prefers_what_changed_in_the_environment() -> None:
     result = BenchResult(
-        "t.py::t", None, "NVIDIA H200", Verdict.SLOWER, environment_changes=("driver 570 -> 580",), notes=("x",)
+        "t.py::t",
+        None,
+        "NVIDIA H200",
+        Verdict.SLOWER,
+        environment_changes=("driver 570 -> 580",),
+        notes=("x",),
     )
     assert pull_request.diagnosis(result) == "environment: driver 570 -> 580"
     assert pull_request.diagnosis(replace(result, environment_changes=())) == "x"

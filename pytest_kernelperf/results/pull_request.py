@@ -70,6 +70,12 @@ def _change(result: BenchResult) -> str:
     return "; ".join(parts) or str(result.verdict)
 
 
+def _word(result: BenchResult) -> str:
+    """ "slower +20.2%", "mismatch": a failing call's verdict, and its change where it has one."""
+    change = _change(result)
+    return str(result.verdict) if change == str(result.verdict) else f"{result.verdict} {change}"
+
+
 def regression_table(found: Sequence[BenchResult]) -> list[str]:
     rows = [
         f"| {_code(r.label)} | {_md(str(r.verdict))} | **{_md(_change(r))}** | {_md(interval(r))} | "
@@ -135,16 +141,19 @@ class Annotation:
 
 
 def failure_annotations(run: runfile.RunReport) -> list[Annotation]:
-    """One per failing test whose line pytest knew: its failure's text, or its regressions' rows."""
+    """One per failing test whose line pytest knew: titled with its failing calls' verdicts (a
+    regression's change), its message the failure's text."""
     by_test: dict[str, list[BenchResult]] = {}
-    for result in regressions(run):
-        by_test.setdefault(result.nodeid, []).append(result)
+    failing = regressions(run)
+    for result in run.results:
+        if result in failing or result.verdict is Verdict.MISMATCH:
+            by_test.setdefault(result.nodeid, []).append(result)
     found = []
     for nodeid, test in run.tests.items():
         if test.outcome not in ("failed", "error") or test.line is None:
             continue
         calls = by_test.get(nodeid, [])
-        what = ", ".join(f"{r.verdict} {_change(r)}" for r in calls) or test.outcome
+        what = ", ".join(_word(r) for r in calls) or test.outcome
         message = test.message or "\n".join(f"{r.label}: {diagnosis(r)}" for r in calls) or test.outcome
         found.append(Annotation(str(PurePosixPath(test.file)), test.line, f"{nodeid}: {what}", message))
     return found
