@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from pytest_kernelperf.atomic import make_ignored_folder
 from pytest_kernelperf.baselines.yaml_io import UnwritableEntry
 from pytest_kernelperf.measure.faults import FaultGuard
 from pytest_kernelperf.plugins import handoff, isolate, recording
@@ -73,6 +74,8 @@ class KernelperfRun:
         manager.register(self.costs, "kernelperf-costs")
         if self.session.progress is not None:
             manager.register(self.session.progress, "kernelperf-progress")
+        if self.settings.timing and self.role is Role.MAIN:  # before any worker or child writes there
+            make_ignored_folder(self.settings.artifacts)
         if self.settings.timing:
             triton_cache = TritonCacheHeld()
             triton_cache.hold()
