@@ -35,7 +35,15 @@ def _paired(nodeid: str, verdict: Verdict, ratio: float, ci: tuple[float, float]
         baseline_ms=base_ms,
         comparison=Comparison(verdict, ratio, 1e-9, 0.005, 0.01, "", ratio_ci=ci, level=0.002),
         against=RevisionCheck(
-            BASE, COMMIT, Found.SAME_NAME, "kernels.gelu:gelu", "", base_ms, (base_ms,) * 3, "cupti", "identical"
+            BASE,
+            COMMIT,
+            Found.SAME_NAME,
+            "kernels.gelu:gelu",
+            "",
+            base_ms,
+            (base_ms,) * 3,
+            "cupti",
+            "identical",
         ),
     )
 
