@@ -290,3 +290,14 @@ def test_an_unreachable_api_is_said_with_its_address() -> None:
 def test_a_refusal_keeps_its_status() -> None:
     refused = Refused("no", 404)
     assert refused.status == 404 and str(refused) == "no"
+
+
+def test_pages_stop_at_the_last_one_and_a_bound(github: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    github.page_size = 1
+    for i in range(3):
+        github.seed_comment(REPO, 7, f"c{i}")
+    monkeypatch.setattr(client_module, "MAX_PAGES", 3)
+    assert [c["body"] for c in Client(TOKEN, github.url).issue_comments(REPO, 7)] == ["c0", "c1", "c2"]
+    github.seed_comment(REPO, 7, "c3")
+    with pytest.raises(client_module.GitHubError, match="more than 3 pages"):
+        list(Client(TOKEN, github.url).issue_comments(REPO, 7))

@@ -123,16 +123,17 @@ class Client:
         return data
 
     def _pages(self, path: str) -> Iterator[Any]:
-        url: str | None = path
+        url = path
         for _ in range(MAX_PAGES):
-            if url is None:
-                return
             response = self.request("GET", url)
             yield response.data
-            url = _next_link(response.headers.get("link", ""))
-            if url is not None and not url.startswith(self.api_url + "/"):
+            following = _next_link(response.headers.get("link", ""))
+            if following is None:
+                return
+            if not following.startswith(self.api_url + "/"):
                 # The token goes only to the API it was given for.
-                raise GitHubError(f"GitHub's next page is outside {self.api_url}: {self.mask(url)}")
+                raise GitHubError(f"GitHub's next page is outside {self.api_url}: {self.mask(following)}")
+            url = following
         raise GitHubError(f"{path}: more than {MAX_PAGES} pages")
 
     def request(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Response:
