@@ -1,4 +1,5 @@
-"""Atomic file writes, and the clean-up of temporaries that killed writers leave behind.
+"""Atomic file writes, the clean-up of temporaries that killed writers leave behind, and the
+artefacts' folder made so that git leaves it alone.
 
 A file is replaced whole or not at all: the new text goes to a temporary file in the same folder,
 which is then renamed over the old one. Temporaries have one recognizable name,
@@ -21,6 +22,23 @@ GITIGNORE_LINE = f".*{TEMPORARY_MARK}*"
 # A write takes milliseconds: a temporary this old is a leftover even if its pid was reused since.
 STALE_AFTER_S = 60.0
 _TEMPORARY = re.compile(r"^\.(?P<name>.+)\.kernelperf-tmp-(?P<pid>[0-9]+)-[0-9a-f]+$")
+
+
+IGNORE_EVERYTHING = (
+    "# Made by pytest-kernelperf: its artefacts (profiles, traces, peaks) are not for git.\n*\n"
+)
+
+
+def make_ignored_folder(folder: Path) -> None:
+    """Make `folder` with a `.gitignore` of `*` in it, as pytest makes `.pytest_cache/`, so that
+    git leaves the artefacts alone wherever the folder is. A folder that exists is left as it is
+    (whether it is ignored is then its owner's choice). One that cannot be made is left to the
+    writers that need it, which say so."""
+    if folder.exists():
+        return
+    with contextlib.suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True)
+        write_atomic(folder / ".gitignore", IGNORE_EVERYTHING)
 
 
 def temporary_for(path: Path) -> Path:

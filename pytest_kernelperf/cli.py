@@ -4,6 +4,7 @@
     python -m pytest_kernelperf merge A.json B.json -o ALL.json
     python -m pytest_kernelperf update-baselines RUN.json [--baseline-dir DIR]
     python -m pytest_kernelperf report RUN.json [--markdown PATH] [--plot DIR]
+    python -m pytest_kernelperf github comment --run RUN.json   # the pull request's one comment
 
 Exit status: 0 on success, 1 when `compare` finds a result a pytest run would fail (a regression,
 or a max_ratio exceeded), 2 for a usage or file error: a run file that cannot be read or fails its
@@ -107,11 +108,13 @@ def parser() -> argparse.ArgumentParser:
     )
     show.add_argument("--plot", type=Path, metavar="DIR", help="write PNG plots (needs matplotlib)")
     show.add_argument("--color", choices=("auto", "yes", "no"), default="auto", help="colour the table")
+    from .github import cli as github_cli  # pull-request feedback: docs/ci.md
     from .history import bisect as history_bisect  # run history: docs/history.md
     from .history import cli as history_cli
 
     history_cli.add_subparser(commands)
     history_bisect.add_subparser(commands)
+    github_cli.add_subparser(commands)
     return main
 
 

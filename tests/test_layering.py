@@ -34,7 +34,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("baselines/", "settings.py"),
     ("results/",),
     ("call/",),
-    ("kernel_bench.py", "hookspec.py", "testing.py", "history/"),
+    ("kernel_bench.py", "hookspec.py", "testing.py", "history/", "github/"),
     ("plugins/",),
     ("plugin.py",),
     ("cli.py",),

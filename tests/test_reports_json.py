@@ -184,6 +184,53 @@ def test_correctness_only_run_writes_checked_results(project: Project) -> None:
     assert all(r.median_ms is None and r.entry is None for r in run.results)
 
 
+TESTS_OF_EACH_OUTCOME = """
+import pytest
+import torch
+
+
+def double(x):
+    return x * 2
+double.fake_ms = 1.0
+def test_timed(kernel_bench):
+    kernel_bench(double, torch.ones(8), reference=lambda x: x + x)
+
+def test_plain():
+    pass
+
+def test_broken():
+    raise ValueError("no such size: 3")
+
+@pytest.fixture
+def broken_teardown():
+    yield
+    raise RuntimeError("left a lock")
+
+def test_torn_down(broken_teardown):
+    pass
+"""
+
+
+def test_the_run_file_names_each_tests_file_line_and_failure(project: Project) -> None:
+    setup(project)
+    project.pytester.makepyfile(test_outcomes=TESTS_OF_EACH_OUTCOME)
+    project.run("--kernelperf", "--kernelperf-json=run.json", "test_outcomes.py").assert_outcomes(
+        passed=3, failed=1, errors=1
+    )
+    run = runfile.load(project.pytester.path / "run.json")
+    assert run.rootdir == str(project.pytester.path)
+    # The timed test and the failures; a plain test that passed is left out.
+    assert run.tests == {
+        "test_outcomes.py::test_timed": runfile.ReportedTest("test_outcomes.py", 8, "passed"),
+        "test_outcomes.py::test_broken": runfile.ReportedTest(
+            "test_outcomes.py", 14, "failed", "ValueError: no such size: 3"
+        ),
+        "test_outcomes.py::test_torn_down": runfile.ReportedTest(
+            "test_outcomes.py", 22, "error", "RuntimeError: left a lock"
+        ),
+    }
+
+
 def full_result() -> BenchResult:
     """A result with every field set, including the CUDA-only ones."""
     record = MetricRecord("cupti", 0.5, (0.49, 0.51), 200, (0.48, 0.5, 0.52))
@@ -278,6 +325,11 @@ def test_result_round_trips_with_every_field_set() -> None:
         artifacts={"json": "run.json"},
         merged_from=("a.json", "b.json"),
         cost=RunCost(1.5, 0.5, 12.0, 0.0, 0.02, 0.8, 0.1, 15.0),
+        rootdir="/work/repo",
+        tests={
+            result.nodeid: runfile.ReportedTest("tests/test_k.py", 12, "failed", "performance regression"),
+            "t.py::test": runfile.ReportedTest("t.py", None, "passed"),
+        },
     )
     assert runfile.loads(runfile.dumps(run)) == run
 
@@ -311,6 +363,14 @@ def test_an_unbounded_paired_interval_is_written_null_and_read_back_unbounded() 
         (lambda d: d.update(schema_version=2), "schema_version 2 is not readable"),
         (lambda d: d.pop("results"), "at results: missing"),
         (lambda d: d.update(schema="other"), "not a pytest-kernelperf run file"),
+        (
+            lambda d: d.update(tests={"t.py::t": {"file": "t.py", "line": 1, "outcome": "broken"}}),
+            "tests.t.py::t.outcome: unknown outcome 'broken'",
+        ),
+        (
+            lambda d: d.update(tests={"t.py::t": {"file": "t.py", "line": 0, "outcome": "passed"}}),
+            "tests.t.py::t.line: expected a line number from 1, got 0",
+        ),
     ],
 )
 def test_bad_files_are_refused_naming_the_field(change: Any, message: str, tmp_path: Path) -> None:

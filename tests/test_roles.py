@@ -70,6 +70,21 @@ def test_isolated_children_write_nothing_and_the_parent_writes_once(
         "test_kernels.py::test_one",
         "test_kernels.py::test_two",
     ]
+    # Each test's place and outcome, from the reports the parent replays.
+    assert data["tests"] == {
+        "test_kernels.py::test_one": {
+            "file": "test_kernels.py",
+            "line": 7,
+            "outcome": "passed",
+            "message": "",
+        },
+        "test_kernels.py::test_two": {
+            "file": "test_kernels.py",
+            "line": 10,
+            "outcome": "passed",
+            "message": "",
+        },
+    }
     assert project.baseline_file.exists()
     assert result.stdout.str().count("= kernelperf =") == 1
 
@@ -102,11 +117,23 @@ def test_xdist_workers_isolate_their_tests_and_only_the_controller_writes(
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
 
     result = project.pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-n", "2", "--kernelperf-update-baselines", "--kernelperf-isolate"
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "2",
+        "--kernelperf-update-baselines",
+        "--kernelperf-isolate",
+        "--kernelperf-json=run.json",
     )
 
     result.assert_outcomes(passed=2)
     assert summary.read_text().count("pytest-kernelperf") == 1
+    # The controller has each test's place from the reports its workers send.
+    tests = json.loads((project.pytester.path / "run.json").read_text())["tests"]
+    assert {nodeid: (t["file"], t["line"], t["outcome"]) for nodeid, t in tests.items()} == {
+        "test_kernels.py::test_one": ("test_kernels.py", 8, "passed"),
+        "test_kernels.py::test_two": ("test_kernels.py", 12, "passed"),
+    }
     from pytest_kernelperf.baselines.yaml_io import read
 
     assert {key.test for key in read(project.baseline_file)} == {"test_one", "test_two"}

@@ -466,6 +466,7 @@ def _export(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
 
 
 def _report(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
+    from . import vega
     from .dashboard import render
 
     reports = analyse_store(store, Params(), require=False, series_filter=_select(args), branch=args.branch)
@@ -477,6 +478,8 @@ def _report(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
     except OSError as exc:
         raise HistoryError(f"{args.html}: cannot write: {exc.strerror or exc}") from None
     print(f"wrote the dashboard of {len(reports)} series to {args.html}", file=out)
+    if vega.bundle() is None:
+        print(f"the page has no charts: {vega.INSTALL_HINT}", file=out)
     return 0
 
 

@@ -1,5 +1,5 @@
 """The dashboard's chart library, for a page that works offline: Vega, Vega-Lite and vega-embed as
-one script, taken from the `vl-convert-python` package (part of the `history` extra), which ships
+one script, taken from the `vl-convert-python` package (the `dashboard` extra), which ships
 them. Making the bundle takes seconds, so it is kept in the user's cache folder per package version.
 """
 
@@ -16,7 +16,10 @@ from pytest_kernelperf.atomic import write_atomic
 
 PACKAGE = "vl-convert-python"
 CACHE_FORMAT = 2  # bumped when the cached script changes shape
-INSTALL_HINT = "the dashboard's charts need vl-convert-python: pip install vl-convert-python"
+INSTALL_HINT = (
+    "the dashboard's charts need vl-convert-python: pip install vl-convert-python "
+    "(or the plugin's `dashboard` extra)"
+)
 
 
 def _cache_folder() -> Path:

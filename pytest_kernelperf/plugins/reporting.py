@@ -21,6 +21,7 @@ from pytest_kernelperf.formatting import utc_stamp
 from pytest_kernelperf.measure import roofline
 from pytest_kernelperf.model.device import DeviceInfo, Peak
 from pytest_kernelperf.model.result import BenchResult, Verdict
+from pytest_kernelperf.plugins.outcomes import Outcomes
 from pytest_kernelperf.plugins.role import ROLE
 from pytest_kernelperf.plugins.session import KernelperfSession
 from pytest_kernelperf.results import render, runfile
@@ -37,9 +38,10 @@ MARKUP: dict[str, dict[str, bool]] = {
 
 
 class Reports:
-    def __init__(self, config: pytest.Config, state: KernelperfSession) -> None:
+    def __init__(self, config: pytest.Config, state: KernelperfSession, outcomes: Outcomes) -> None:
         self.config = config
         self.state = state
+        self.outcomes = outcomes
         self.peaks: dict[str, Peak] = {}
         self.notes: list[str] = []  # problems the user should see in the summary
         self.written: list[tuple[str, Path]] = []  # (what, where) for the summary
@@ -195,6 +197,7 @@ class Reports:
                 "timer": settings.timer,
                 "cache": settings.cache,
                 "strict": settings.strict,
+                "allow_undetermined": settings.allow_undetermined,
                 "min_samples": settings.min_samples,
                 "min_time_s": settings.min_time,
                 "max_time_s": settings.max_time,
@@ -222,6 +225,8 @@ class Reports:
                 "baselines_written": [str(u.path) for u in self.state.updates],
             },
             cost=self.state.clock.run_cost(),
+            rootdir=str(self.config.rootpath),
+            tests=self.outcomes.kept({r.nodeid for r in results}),
         )
 
     def write_terminal(

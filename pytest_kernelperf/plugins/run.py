@@ -20,11 +20,13 @@ from typing import Any
 
 import pytest
 
+from pytest_kernelperf.atomic import make_ignored_folder
 from pytest_kernelperf.baselines.yaml_io import UnwritableEntry
 from pytest_kernelperf.measure.faults import FaultGuard
 from pytest_kernelperf.plugins import handoff, isolate, recording
 from pytest_kernelperf.plugins.costs import RunCosts
 from pytest_kernelperf.plugins.gpus import GpuPlacement, RequireGpu
+from pytest_kernelperf.plugins.outcomes import Outcomes
 from pytest_kernelperf.plugins.poisoning import PoisonWatch
 from pytest_kernelperf.plugins.reporting import Reports
 from pytest_kernelperf.plugins.role import RECORD_OUTPUT, Role
@@ -51,7 +53,8 @@ class KernelperfRun:
         self.faults = faults
         self.gpus = gpus
         self.unused = UnusedEntries(config)
-        self.reports = Reports(config, session)
+        self.outcomes = Outcomes()
+        self.reports = Reports(config, session, self.outcomes)
         self.costs = RunCosts(session)
         self.notes: list[str] = []
         self.child: isolate.IsolatedChild | None = None
@@ -68,12 +71,15 @@ class KernelperfRun:
         manager = self.config.pluginmanager
         manager.register(self, "kernelperf-run")
         manager.register(self.reports, "kernelperf-reports")
+        manager.register(self.outcomes, "kernelperf-outcomes")
         manager.register(self.unused, "kernelperf-unused")
         manager.register(self.gpus, "kernelperf-gpus")
         manager.register(PoisonWatch(self.faults), "kernelperf-poisoning")
         manager.register(self.costs, "kernelperf-costs")
         if self.session.progress is not None:
             manager.register(self.session.progress, "kernelperf-progress")
+        if self.settings.timing and self.role is Role.MAIN:  # before any worker or child writes there
+            make_ignored_folder(self.settings.artifacts)
         if self.settings.timing:
             triton_cache = TritonCacheHeld()
             triton_cache.hold()

@@ -63,9 +63,26 @@ class RunFileError(ValueError):
         )
 
 
+# What pytest reported of a test, as the run file keeps it.
+OUTCOMES = ("passed", "failed", "error", "skipped")
+MAX_MESSAGE_CHARS = 4000  # a failure's text, kept for annotations: its headline and evidence
+
+
+@dataclass(frozen=True)
+class ReportedTest:
+    """A test as pytest reported it: where it is defined (`file` relative to the run's rootdir,
+    `line` counted from 1, None where pytest knows no line), how it ended, and why it failed."""
+
+    file: str
+    line: int | None
+    outcome: str  # one of OUTCOMES: "error" is a failure outside the test's call (setup, teardown)
+    message: str = ""  # the failure's text (capped at MAX_MESSAGE_CHARS); empty unless it failed
+
+
 @dataclass(frozen=True)
 class RunReport:
-    """One pytest run (or several merged): what ran where, with which settings, and every result."""
+    """One pytest run (or several merged): what ran where, with which settings, and every result.
+    `tests`: the tests with a result and those that failed, by node id; `rootdir` their files' root."""
 
     plugin_version: str
     created: str  # UTC, ISO 8601
@@ -79,6 +96,8 @@ class RunReport:
     merged_from: tuple[str, ...] = ()
     schema_version: int = SCHEMA_VERSION
     cost: RunCost | None = None  # where the run's time went (None: merged runs, older files)
+    rootdir: str = ""
+    tests: dict[str, ReportedTest] = field(default_factory=dict)
 
 
 # Verdicts that judge a measurement against its baseline: what "per judged measurement" counts.
@@ -329,6 +348,10 @@ def _peak(peak: Peak) -> dict[str, Any]:
     }
 
 
+def _test(test: ReportedTest) -> dict[str, Any]:
+    return {"file": test.file, "line": test.line, "outcome": test.outcome, "message": _escaped(test.message)}
+
+
 def run_to_dict(run: RunReport) -> dict[str, Any]:
     counts = Counter(str(r.verdict) for r in run.results)
     data: dict[str, Any] = {
@@ -345,6 +368,8 @@ def run_to_dict(run: RunReport) -> dict[str, Any]:
         "results": [result_to_dict(r, run.peaks.get(r.device)) for r in run.results],
         "artifacts": dict(run.artifacts),
         "cost_s": _run_cost(run.cost, run.results),
+        "rootdir": run.rootdir,
+        "tests": {nodeid: _test(test) for nodeid, test in run.tests.items()},
     }
     if run.merged_from:
         data["merged_from"] = list(run.merged_from)
@@ -756,6 +781,21 @@ def _peak_from(reader: _Reader, device: str) -> Peak:
     )
 
 
+def _test_from(reader: _Reader) -> ReportedTest:
+    outcome = reader.req_text("outcome")
+    if outcome not in OUTCOMES:
+        raise reader.fail("outcome", f"unknown outcome {outcome!r} (expected one of {', '.join(OUTCOMES)})")
+    line = reader.whole("line", optional=True)
+    if line is not None and line < 1:
+        raise reader.fail("line", f"expected a line number from 1, got {line}")
+    return ReportedTest(
+        file=reader.req_text("file"),
+        line=line,
+        outcome=outcome,
+        message=reader.text("message", optional=True) or "",
+    )
+
+
 def run_from_dict(data: Any, source: str = "<json>") -> RunReport:
     reader = _Reader(data, source, "")
     schema = reader.raw("schema", None)
@@ -776,6 +816,7 @@ def run_from_dict(data: Any, source: str = "<json>") -> RunReport:
     if not isinstance(devices, list):
         raise reader.fail("devices", f"expected a list, got {_kind(devices)}")
     peaks = reader.child("peaks", optional=True)
+    tests = reader.child("tests", optional=True)
     settings = reader.raw("settings", {})
     environment = reader.raw("environment", {})
     artifacts = reader.raw("artifacts", {})
@@ -798,6 +839,11 @@ def run_from_dict(data: Any, source: str = "<json>") -> RunReport:
         merged_from=reader.texts("merged_from"),
         schema_version=version,
         cost=_run_cost_from(reader.child("cost_s", optional=True)),
+        rootdir=reader.text("rootdir", optional=True) or "",
+        tests={
+            nodeid: _test_from(_Reader(value, source, f"tests.{nodeid}"))
+            for nodeid, value in (tests.data.items() if tests else ())
+        },
     )
 
 

@@ -21,7 +21,7 @@ from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey
 from pytest_kernelperf.model.device import CARD_KEY, DeviceInfo, Peak
 from pytest_kernelperf.model.result import MEASURED_TWICE, BenchResult, MemoryCheck, Verdict
 from pytest_kernelperf.profiling.envdiff import differences
-from pytest_kernelperf.results.runfile import RunReport
+from pytest_kernelperf.results.runfile import ReportedTest, RunReport
 from pytest_kernelperf.settings import judged_setting
 from pytest_kernelperf.verdict.judgement import (
     JudgementContext,
@@ -201,6 +201,7 @@ def merge_runs(runs: Sequence[RunReport], sources: Sequence[str], output: str | 
     plots: list[str] = []
     written: list[str] = []
     merged_from: list[str] = []
+    tests: dict[str, ReportedTest] = {}
     for run, source in zip(runs, sources, strict=True):
         for result in run.results:
             key = key_of(result)
@@ -218,6 +219,8 @@ def merge_runs(runs: Sequence[RunReport], sources: Sequence[str], output: str | 
         plots.extend(str(p) for p in run.artifacts.get("plots") or [])
         written.extend(str(p) for p in run.artifacts.get("baselines_written") or [])
         merged_from.extend(run.merged_from or (source,))
+        for nodeid, test in run.tests.items():
+            tests.setdefault(nodeid, test)
     modes = {run.mode for run in runs}
     first = runs[0]
     return RunReport(
@@ -235,6 +238,8 @@ def merge_runs(runs: Sequence[RunReport], sources: Sequence[str], output: str | 
             "baselines_written": list(dict.fromkeys(written)),
         },
         merged_from=tuple(merged_from),
+        rootdir=first.rootdir,
+        tests=tests,
     )
 
 

@@ -5,8 +5,8 @@
 Made-up runs of a small suite on an NVIDIA H200 and an A100 over 60 commits, with round noise as
 measured on the H200 (0.8% of a round for a 2 us kernel, 0.08% for a 30 us one) and planted events:
 a slowdown whose generated code changed, a drift, a speed-up from a new autotune choice and a
-slowdown at a Triton upgrade. Needs the `history` extra (ruptures, vl-convert-python); the screenshot needs
-headless Chromium (studies/history/install_browser.sh) and selenium.
+slowdown at a Triton upgrade. Needs the `history` and `dashboard` extras (ruptures, vl-convert-python);
+the screenshot needs headless Chromium (studies/history/install_browser.sh) and selenium.
 """
 
 from __future__ import annotations

@@ -258,9 +258,13 @@ def test_without_the_chart_library_the_page_says_how_to_get_its_charts(
     monkeypatch.setattr(vega, "bundle", lambda: None)
     import_all(db, write_runs(tmp_path, [1.0] * 6, code_from=9))
     page_path = tmp_path / "history.html"
-    assert history(db, "report", "--html", str(page_path))[0] == 0
+    status, text = history(db, "report", "--html", str(page_path))
+    assert status == 0
     page = page_path.read_text(encoding="utf-8")
     assert "pip install vl-convert-python" in page and "test_mul" in page
+    # The page and the terminal both name the extra that brings the charts.
+    assert "the plugin's `dashboard` extra" in page
+    assert "the page has no charts: the dashboard's charts need vl-convert-python" in text
 
 
 def test_the_chart_library_cannot_close_the_script_it_stands_in() -> None:

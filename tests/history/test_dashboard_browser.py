@@ -23,7 +23,7 @@ VEGA_LITE = importlib.util.find_spec("vl_convert") is not None
 pytestmark = [
     pytest.mark.extras,  # needs Chromium and its driver: studies/history/install_browser.sh
     pytest.mark.skipif(isinstance(FOUND, str), reason=f"no headless browser: {FOUND}"),
-    pytest.mark.skipif(not VEGA_LITE, reason="the charts need the history extra (vl-convert-python)"),
+    pytest.mark.skipif(not VEGA_LITE, reason="the charts need the dashboard extra (vl-convert-python)"),
     pytest.mark.usefixtures("stand_in_detector"),
 ]
 
