@@ -76,6 +76,19 @@ def _record_processes(value: Any) -> int | str:
     return number
 
 
+# The most times the planned rounds a kernel may draw (--kernelperf-max-rounds): 64 already takes a
+# placement-sensitive kernel to 320 rounds, 7.5 s a call; a thousand is minutes a call, and a bound
+# keeps a mistyped 10^20 from running until it is killed.
+MAX_ROUNDS_FACTOR = 1000
+
+
+def _max_rounds(value: Any) -> int:
+    number = _positive_int(value)
+    if number > MAX_ROUNDS_FACTOR:
+        raise ValueError(f"expected a whole number from 1 to {MAX_ROUNDS_FACTOR}, got {number}")
+    return number
+
+
 def _number_of_seconds(value: Any, example: str) -> float:
     """`value` as seconds ("2", "2.5", "2s"), with an example of what is expected if it is none."""
     if isinstance(value, bool):
@@ -427,8 +440,8 @@ OPTIONS: tuple[Option, ...] = (
         64,
         "a kernel whose rounds disagree (a placement-sensitive one) gets more rounds, up to this many "
         "times the planned rounds, until its level's standard error is half the threshold (0.5%% at least); "
-        "only where each round draws its own placement (CUDA)",
-        _positive_int,
+        "only where each round draws its own placement (CUDA); at most 1000",
+        _max_rounds,
         marker=True,
     ),
     Option("min_samples", 10, "fewest samples per round", _positive_int, marker=True),

@@ -602,6 +602,22 @@ def test_an_adjusted_test_carries_the_adjustments_own_uncertainty() -> None:
     assert adjusted.detectable > 3 * level.detectable
 
 
+def test_clocks_a_few_mhz_apart_widen_nothing() -> None:
+    # +4% at 1701 against 1700 MHz, one judgement of a suite of 40: the clocks explain none of it,
+    # and the test stays as sharp as at one clock.
+    for clock in (1699, 1700, 1701):
+        judged = judge(
+            rounds(0.48 * 1.04, 1, 20),
+            rounds(0.48, 2, 40),
+            device=DEVICE,
+            threshold=0.005,
+            alpha=0.01,
+            planned_judgements=40,
+            throttling=power_capped(clock, 1700),
+        )
+        assert judged.verdict is Verdict.SLOWER, clock
+
+
 def test_the_clock_adjustment_is_bounded_and_only_for_the_power_cap() -> None:
     # A clock read of 400 MHz against 1980 excuses no more than the bound allows (about 2.8%).
     far = gemm_judged(1.02, power_capped(400, 1980))

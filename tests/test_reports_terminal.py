@@ -102,3 +102,15 @@ def test_the_summary_says_per_size_class_what_the_run_could_detect_and_what_was_
         "1 us-10 us: 1 call, median 2%, worst 2%; 100 us-1 ms: 3 calls, median 5%, worst 12%",
         "not gated: 1 undetermined (t.py::test_blind)",
     ]
+
+
+def test_an_undetermined_call_is_named_as_not_gated_even_where_no_resolution_is_known() -> None:
+    blind = BenchResult(
+        "t.py::test_pair",
+        None,
+        "gpu",
+        Verdict.UNDETERMINED,
+        median_ms=0.1,
+        comparison=Comparison(Verdict.UNDETERMINED, ratio=1.0, threshold=0.005),
+    )
+    assert render.resolution_lines([blind]) == ["not gated: 1 undetermined (t.py::test_pair)"]

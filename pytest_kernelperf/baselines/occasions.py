@@ -15,8 +15,9 @@ from pytest_kernelperf.model.result import Verdict
 from pytest_kernelperf.profiling import compile_context
 from pytest_kernelperf.profiling.inputs import describe_change
 
-# Verdicts that say the run measured another level than the stored entry's.
-_DIFFERENT = (Verdict.SLOWER, Verdict.FASTER)
+# Verdicts that say the run measured another level than the stored entry's, or one that cannot be
+# trusted: an `unreliable` run (throttled, a busy host, rounds far apart) may hide a slower one.
+_DIFFERENT = (Verdict.SLOWER, Verdict.FASTER, Verdict.UNRELIABLE)
 
 
 def not_the_same_call(

@@ -311,15 +311,15 @@ def resolution_lines(results: Sequence[BenchResult]) -> list[str]:
         size = size_class(level)
         by_class.setdefault((size.low_ms, size.label), []).append(comparison.detectable)
         threshold = comparison.threshold if threshold is None else threshold
-    if not by_class:
-        return []
+    lines = []
     parts = []
     for (_, label), seen in sorted(by_class.items()):
         calls = f"{len(seen)} call{'s' if len(seen) != 1 else ''}"
         median, worst = percent(statistics.median(seen)), percent(max(seen))
         parts.append(f"{label}: {calls}, median {median}, worst {worst}")
-    floor = f"; threshold {percent(threshold)}" if threshold is not None else ""
-    lines = [f"smallest slowdown this run could detect (95% power{floor}): " + "; ".join(parts)]
+    if parts:
+        floor = f"; threshold {percent(threshold)}" if threshold is not None else ""
+        lines.append(f"smallest slowdown this run could detect (95% power{floor}): " + "; ".join(parts))
     undetermined = [
         r.label + "".join(f" ({n.removeprefix(NOT_GATED)})" for n in r.notes if n.startswith(NOT_GATED))
         for r in results

@@ -91,7 +91,10 @@ def judged_on_host(
             f"the {baseline_name}'s rounds lie {_spread_text(baseline_ms)}, beyond {ROUND_SPREAD_LIMIT:g}x: "
             f"recorded on a busy host, most likely; on a quiet one, {UPDATE_HINT}"
         )
-    if spread(current_ms) > ROUND_SPREAD_LIMIT:
+    # Rounds far apart cannot hide a slowdown that every one of them shows: a `slower` whose fastest
+    # round lies beyond the baseline's slowest stands (the load, where read, speaks for the host).
+    everyone_slower = verdict is Verdict.SLOWER and bool(baseline_ms) and min(current_ms) > max(baseline_ms)
+    if spread(current_ms) > ROUND_SPREAD_LIMIT and not everyone_slower:
         reasons.append(f"this run's rounds lie {_spread_text(current_ms)}, beyond {ROUND_SPREAD_LIMIT:g}x")
     if verdict is Verdict.SLOWER and busy(load_per_core):
         assert load_per_core is not None

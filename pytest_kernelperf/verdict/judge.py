@@ -55,8 +55,10 @@ POWER_CAP_CLOCK_ELASTICITY = 0.2
 POWER_CAP_CLOCK_RANGE = 1.15
 # The adjustment's own uncertainty, added to the variance of an adjusted test: the elasticity's (SE
 # 0.22, from that bootstrap's interval) times the log of the clocks' ratio, and the scatter the
-# unchanged GEMMs kept once adjusted (SD 1.1%: one NVML read after the rounds stands in for the clock
-# during them). An adjusted `same` is thus as wide as what the fit does not know.
+# unchanged GEMMs kept once adjusted (SD 1.1% at clocks up to the bound apart: one NVML read after the
+# rounds stands in for the clock during them), taken in proportion to how far the clocks sat apart
+# (none at one clock, all of it at the bound). An adjusted `same` is as wide as what the fit does not
+# know, and clocks a few MHz apart widen nothing.
 POWER_CAP_ELASTICITY_SE = 0.22
 POWER_CAP_RESIDUAL_SD = 0.011
 
@@ -266,7 +268,10 @@ def _clock_adjusted(test: RoundTest, throttling: Throttling, threshold: float) -
         return test
     bounded = min(max(clock_ratio, 1 / POWER_CAP_CLOCK_RANGE), POWER_CAP_CLOCK_RANGE)
     shift = POWER_CAP_CLOCK_ELASTICITY * math.log(bounded)
-    extra = (POWER_CAP_ELASTICITY_SE * math.log(bounded)) ** 2 + POWER_CAP_RESIDUAL_SD**2
+    apart = abs(math.log(bounded))
+    extra = (POWER_CAP_ELASTICITY_SE * apart) ** 2 + (
+        POWER_CAP_RESIDUAL_SD * apart / math.log(POWER_CAP_CLOCK_RANGE)
+    ) ** 2
     se = math.sqrt(test.se**2 + extra)
     d = math.log(test.ratio)
     if clock_ratio > 1 and d - shift > math.log1p(threshold):

@@ -128,3 +128,10 @@ def test_rounds_spread_make_any_judged_verdict_unreliable() -> None:
         assert comparison.verdict is Verdict.UNRELIABLE
         assert f"beyond {ROUND_SPREAD_LIMIT:g}x" in comparison.reason
     assert judge(narrow, narrow, device="gpu", threshold=0.05, alpha=0.01).verdict is Verdict.SAME
+
+
+def test_rounds_far_apart_do_not_hide_a_slowdown_every_one_of_them_shows() -> None:
+    # Every round at least 4.75x the baseline's slowest: a regression that also made the kernel erratic.
+    erratic = Rounds("cupti", (4.75, 6.0, 9.0, 14.0, 22.7))
+    comparison = judge(erratic, _rounds("cupti", 1.0), device="gpu", threshold=0.005, alpha=0.01)
+    assert comparison.verdict is Verdict.SLOWER

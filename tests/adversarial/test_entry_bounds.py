@@ -13,7 +13,7 @@ from pytest_kernelperf.baselines.schema import SchemaError, entry_from_data
 from pytest_kernelperf.baselines.yaml_io import read
 from pytest_kernelperf.model.baseline import MAX_PROCESSES, MAX_RECORDING_PROCESSES
 from pytest_kernelperf.model.call import MAX_TENSOR_DIMS
-from pytest_kernelperf.settings import SettingsError, resolve
+from pytest_kernelperf.settings import MAX_ROUNDS_FACTOR, SettingsError, resolve
 
 
 @pytest.mark.parametrize("value", [str(MAX_RECORDING_PROCESSES + 1), "99999999999999999999"])
@@ -96,3 +96,12 @@ def test_a_list_too_long_is_named_by_its_length() -> None:
         with pytest.raises(SchemaError) as caught:
             entry_from_data(data)
         assert caught.value.problem == f"inputs[0].shape lists {dims} numbers, {problem}"
+
+
+@pytest.mark.parametrize("value", [str(MAX_ROUNDS_FACTOR + 1), "99999999999999999999"])
+def test_more_rounds_than_the_bound_is_refused_as_an_option(value: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        resolve({"max_rounds": value}, {}, rootdir=Path("/project"))
+    assert str(caught.value) == (
+        f"--kernelperf-max-rounds: expected a whole number from 1 to {MAX_ROUNDS_FACTOR}, got {value}"
+    )

@@ -51,6 +51,18 @@ def test_an_occasion_this_run_judged_slower_is_refused_and_the_test_stays_judged
     project.run("--kernelperf", ms=1.0).assert_outcomes(passed=1)
 
 
+def test_an_occasion_this_run_could_not_judge_is_refused(project: Project) -> None:
+    # A busy host makes a slower host-timed call `unreliable`: pooled, +20% would have widened the
+    # occasion term until a later +10% read undetermined.
+    before = recorded(
+        project, KERNEL_MODULE + "\nkernel.fake_load = float(os.environ.get('FAKE_LOAD', '0'))\n"
+    )
+    project.monkeypatch.setenv("FAKE_LOAD", "1.8")
+    result = project.run(*ADD, ms=1.2)
+    refused(result, project, "this run judged it unreliable (+20.0%) against the stored entry")
+    assert project.baseline_file.read_bytes() == before
+
+
 STEADY = """
 
 def steady(x):
