@@ -4,10 +4,16 @@ never sees it as untracked."""
 
 from __future__ import annotations
 
+import io
+import json
+from pathlib import Path
+
 import pytest
 from conftest import KERNEL_MODULE, Project, git_run, scripted_conftest
 
+from pytest_kernelperf import cli
 from pytest_kernelperf.atomic import IGNORE_EVERYTHING
+from pytest_kernelperf.history import synthetic_runs as rf
 
 
 def test_a_timed_run_makes_the_folder_ignored_by_git(project: Project) -> None:
@@ -35,3 +41,15 @@ def test_a_run_that_only_checks_makes_no_folder(project: Project, args: tuple[st
     project.module(KERNEL_MODULE)
     project.run(*args).assert_outcomes(passed=1)
     assert not (project.pytester.path / ".kernelperf").exists()
+
+
+def test_history_import_with_the_default_database_makes_the_folder_ignored_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps(rf.run([rf.result("tests/test_k.py::test_mul", 1.0)])), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("KERNELPERF_HISTORY", raising=False)
+    assert cli.main(["history", "import", "--no-git", str(run)], out=io.StringIO()) == 0
+    assert (tmp_path / ".kernelperf" / "history.sqlite").is_file()
+    assert (tmp_path / ".kernelperf" / ".gitignore").read_text() == IGNORE_EVERYTHING

@@ -6,6 +6,10 @@ Enterprise sets it), https://api.github.com by default. Only the calls the pull-
 needs: a pull request's comments (every page), a comment created or updated, a check run created
 or given more annotations.
 
+Redirects are followed only for a read, and only within the API's scheme, host and port: urllib
+would send the token's Authorization header to wherever a 302 or 307 points, `http://` included.
+A write (POST, PATCH) that is redirected is not sent again: the message names where it was sent.
+
 A rate limit (403 or 429 with `x-ratelimit-remaining: 0` or a `retry-after`) is waited out a few
 times within a bound, then reported as such; a server error (502, 503, 504) is retried the same
 way. Any other refusal is a `Refused` with GitHub's own message.
@@ -13,8 +17,10 @@ way. Any other refusal is a `Refused` with GitHub's own message.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import re
 import time
 import urllib.error
 import urllib.parse
@@ -24,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_kernelperf import __version__
+from pytest_kernelperf.formatting import escape_controls
 
 DEFAULT_API = "https://api.github.com"
 TOKEN_VARIABLE = "GITHUB_TOKEN"
@@ -40,6 +47,10 @@ TIMEOUT_S = 30.0
 
 class GitHubError(Exception):
     """A call that did not succeed, said without the token."""
+
+
+class NotFollowed(GitHubError):
+    """A redirect the token does not follow: to another origin, or of a write."""
 
 
 class RateLimited(GitHubError):
@@ -74,8 +85,11 @@ class Client:
         now: Callable[[], float] = time.time,
         max_wait_s: float = MAX_WAIT_S,
     ) -> None:
+        _check_token(token)
         self._token = token
         self.api_url = api_url.rstrip("/")
+        self._masked = _token_forms(token)
+        self._opener = urllib.request.build_opener(_SameOriginRedirects(self.api_url, self.mask))
         self._sleep = sleep
         self._now = now
         self.max_wait_s = max_wait_s
@@ -91,7 +105,8 @@ class Client:
         return cls(token, environ.get(API_VARIABLE, "").strip() or DEFAULT_API, **options)
 
     def mask(self, text: str) -> str:
-        return text.replace(self._token, "***") if self._token else text
+        """`text` without the token, as given or as any escape, quote or case of it would show it."""
+        return self._masked.sub("***", text) if self._token else text
 
     # -- the calls ------------------------------------------------------------------------------
 
@@ -156,11 +171,14 @@ class Client:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(url, data=data, method=method, headers=self._headers(data))
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as answer:
-                return Response(answer.status, _lower(answer.headers), _json(answer.read(MAX_BODY_BYTES)))
+            with self._opener.open(request, timeout=TIMEOUT_S) as answer:
+                return Response(answer.status, _lower(answer.headers), _json(_read(answer)))
         except urllib.error.HTTPError as refused:
             with refused:
                 return Response(refused.code, _lower(refused.headers), _json(refused.read(MAX_BODY_BYTES)))
+        except http.client.HTTPException as broken:  # a malformed status line, a body cut short
+            said = escape_controls(f"{type(broken).__name__}: {broken}".strip())
+            raise GitHubError(self.mask(f"{where}: a broken answer from {self.api_url}: {said}")) from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
             raise GitHubError(self.mask(f"{where}: cannot reach {self.api_url}: {reason}")) from None
@@ -207,6 +225,75 @@ class Client:
             )
             return RateLimited(self.mask(f"GitHub's rate limit: {text}; {when}"))
         return Refused(self.mask(text), response.status)
+
+
+def _check_token(token: str) -> None:
+    """A token is printable ASCII without spaces; anything else would reach an error message
+    (http.client quotes an invalid header value), so it is refused without being shown."""
+    if not re.fullmatch(r"[!-~]*", token):
+        raise GitHubError(
+            f"{TOKEN_VARIABLE} holds a space, a line break or another character no token has "
+            "(not shown): pass the token alone"
+        )
+
+
+def _token_forms(token: str) -> re.Pattern[str]:
+    """The token as text may show it: itself, escaped as repr, bytes or JSON escape it, URL-quoted,
+    in any case; the longest first."""
+    forms = {
+        token,
+        repr(token)[1:-1],
+        repr(token.encode())[2:-1],
+        json.dumps(token)[1:-1],
+        urllib.parse.quote(token, safe=""),
+    }
+    alternatives = sorted((f for f in forms if f), key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, alternatives)) or "(?!)", re.IGNORECASE)
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), parts.port or {"http": 80, "https": 443}.get(scheme)
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """urllib's redirects, with the Authorization header, only for a read within the API's origin."""
+
+    def __init__(self, api_url: str, mask: Callable[[str], str]) -> None:
+        self._origin = _origin(api_url)
+        self._api_url = api_url
+        self._mask = mask
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        method = req.get_method()
+        where = f"{method} {urllib.parse.urlsplit(req.full_url).path}"
+        if method != "GET":
+            why = "a write is not sent again elsewhere: check GITHUB_API_URL"
+        elif _origin(newurl) != self._origin:
+            why = f"outside {self._api_url}, where the token does not go"
+        else:
+            return super().redirect_request(req, fp, code, msg, headers, newurl)
+        fp.close()
+        raise NotFollowed(self._mask(f"{where}: {code} redirect to {newurl} not followed: {why}"))
+
+
+def _read(answer: http.client.HTTPResponse) -> bytes:
+    """The body, up to MAX_BODY_BYTES; one shorter than its Content-Length is an IncompleteRead
+    (urllib returns what came before the connection closed)."""
+    raw = answer.read(MAX_BODY_BYTES)
+    expected = _number(answer.headers.get("content-length"))
+    if expected is not None and len(raw) < min(expected, MAX_BODY_BYTES):
+        raise http.client.IncompleteRead(raw, int(expected) - len(raw))
+    return raw
 
 
 def _lower(headers: Any) -> dict[str, str]:

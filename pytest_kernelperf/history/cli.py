@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from pytest_kernelperf.atomic import make_ignored_folder
 from pytest_kernelperf.formatting import escape_controls
 
 from .changepoints import (
@@ -211,7 +212,9 @@ def _import(args: argparse.Namespace, db: Path | str, repository: str, out: Text
         if info is not None:
             commit, branch = info[0], branch or info[1]
     runs = [(path, load_run_file(path)) for path in args.runs]  # every file checked before any is stored
-    with HistoryStore(db, repository=repository) as store:  # makes the folder
+    if db == DEFAULT_DB:  # the artefacts' folder: made ignored by git, as a timed run makes it
+        make_ignored_folder(DEFAULT_DB.parent)
+    with HistoryStore(db, repository=repository) as store:  # makes any other folder
         stored = False
         for path, data in runs:
             done = store.ingest(data, commit=commit, branch=branch, source=str(path))

@@ -9,13 +9,14 @@ memory threshold, or under --kernelperf-against an undetermined pair.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from pytest_kernelperf.model.result import BenchResult, Verdict
 from pytest_kernelperf.results import render, runfile
-from pytest_kernelperf.results.render import _code, _md
+from pytest_kernelperf.results.render import _code, _code_cell, _md
 from pytest_kernelperf.verdict.judgement import failures
 
 # Finds the comment again on the next push; HTML comments do not render.
@@ -25,6 +26,12 @@ TITLE = "pytest-kernelperf"
 MAX_CHARS = 65_000
 CUT_NOTE = "\n\n*(cut here: the whole summary is in the run's artefacts)*\n"
 NO_DIAGNOSIS = "-"
+# The regressions and the other failures are listed up to a number of lines and characters each, so
+# that the comment fits with its totals and links however many there are; the rest are counted.
+MAX_LISTED = 100
+MAX_LISTED_CHARS = 24_000
+MAX_DIAGNOSIS_CHARS = 300  # the first line of a note can be a whole log
+MORE_NOTE = "*…and {count} more: see the whole run in its artefacts (run.json).*"
 
 
 def regressions(run: runfile.RunReport) -> list[BenchResult]:
@@ -77,23 +84,52 @@ def _word(result: BenchResult) -> str:
 
 
 def regression_table(found: Sequence[BenchResult]) -> list[str]:
-    rows = [
-        f"| {_code(r.label)} | {_md(str(r.verdict))} | **{_md(_change(r))}** | {_md(interval(r))} | "
-        f"{_md(diagnosis(r))} |"
+    """The regressions' table, its first rows within MAX_LISTED and MAX_LISTED_CHARS, then a count
+    of the rest."""
+    rows = (
+        f"| {_code_cell(r.label)} | {_md(str(r.verdict))} | **{_md(_change(r))}** | {_md(interval(r))} | "
+        f"{_md(_shortened(diagnosis(r), MAX_DIAGNOSIS_CHARS))} |"
         for r in found
+    )
+    return [
+        "| Test | Verdict | Change | Interval | Diagnosis |",
+        "|---|---|--:|--:|---|",
+        *_listed(rows, len(found)),
     ]
-    return ["| Test | Verdict | Change | Interval | Diagnosis |", "|---|---|--:|--:|---|", *rows]
+
+
+def _listed(lines: Iterable[str], total: int) -> list[str]:
+    """The first of `total` lines, within MAX_LISTED lines and MAX_LISTED_CHARS characters, then
+    how many more there are."""
+    shown: list[str] = []
+    room = MAX_LISTED_CHARS
+    for line in itertools.islice(lines, MAX_LISTED):
+        room -= len(line) + 1
+        if room < 0:
+            break
+        shown.append(line)
+    return shown + (["", MORE_NOTE.format(count=total - len(shown))] if len(shown) < total else [])
+
+
+def _shortened(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def _other_failures(run: runfile.RunReport, found: Sequence[BenchResult]) -> list[str]:
     """Tests that failed otherwise: a wrong answer, an exception; each with its failure's first line."""
     listed = {r.nodeid for r in found}
-    lines = []
-    for nodeid, test in run.tests.items():
-        if test.outcome in ("failed", "error") and nodeid not in listed:
-            first = test.message.strip().splitlines()[0] if test.message.strip() else test.outcome
-            lines.append(f"- {_code(nodeid)}: {_md(first)}")
-    return lines
+    failed = [
+        (nodeid, test)
+        for nodeid, test in run.tests.items()
+        if test.outcome in ("failed", "error") and nodeid not in listed
+    ]
+    said = ((nodeid, _first_line(test.message) or test.outcome) for nodeid, test in failed)
+    lines = (f"- {_code(nodeid)}: {_md(_shortened(first, MAX_DIAGNOSIS_CHARS))}" for nodeid, first in said)
+    return _listed(lines, len(failed))
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
 
 
 def comment(run: runfile.RunReport, *, run_url: str | None = None, artifact_url: str | None = None) -> str:

@@ -510,18 +510,29 @@ def needs_occasions_lines(staged: Mapping[Path, Mapping[EntryKey, BaselineEntry]
 
 # Test ids, names, notes and device names are user data: in a table cell, or in a step summary that
 # GitHub renders, `<b>` or `<img src=...>` would be HTML, `|` a new cell and `[x](y)` a link. HTML
-# becomes entities, and markdown's inline punctuation is escaped with a backslash.
+# becomes entities, and markdown's inline punctuation is escaped with a backslash. In a pull
+# request's comment `@name` would notify someone and `#12` link an issue: a zero-width space after
+# the `@` or `#` keeps the text as it reads and GitHub from acting on it.
 _MD_ENTITIES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\n": " "})
 _MD_PUNCTUATION = re.compile(r"([\\`*_\[\]~|])")
+_MD_REFERENCE = re.compile(r"(@(?=[A-Za-z0-9-])|#(?=[0-9]))")
+_ZERO_WIDTH_SPACE = "\u200b"
 
 
 def _md(text: str) -> str:
-    return _MD_PUNCTUATION.sub(r"\\\1", text.translate(_MD_ENTITIES))
+    escaped = _MD_PUNCTUATION.sub(r"\\\1", text.translate(_MD_ENTITIES))
+    return _MD_REFERENCE.sub(r"\1" + _ZERO_WIDTH_SPACE, escaped)
 
 
 def _code(text: str) -> str:
     """A code span outside tables: no escapes apply inside one, so only backticks are replaced."""
     return "`" + text.replace("`", "'").replace("\n", " ") + "`"
+
+
+def _code_cell(text: str) -> str:
+    """A code span in a table cell: GitHub splits cells at every `|` not escaped, code spans
+    included, and shows `\\|` there as `|`."""
+    return _code(text).replace("|", "\\|")
 
 
 def _md_cell(cell: Cell) -> str:
@@ -585,7 +596,7 @@ def markdown(
 def counter_markdown(results: Sequence[BenchResult]) -> list[str]:
     """The Nsight Compute counters read in the run (--kernelperf-ncu), per call and kernel, folded."""
     rows = [
-        f"| {_code(result.label)} | {_code(kernel.name)} | {_md(ncu_diff.summary(kernel))} |"
+        f"| {_code_cell(result.label)} | {_code_cell(kernel.name)} | {_md(ncu_diff.summary(kernel))} |"
         for result in results
         if result.entry is not None and result.entry.counters
         for kernel in result.entry.counters
