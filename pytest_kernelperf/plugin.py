@@ -21,6 +21,7 @@ from pytest_kernelperf.measure.memory import MemoryReading, MemoryRequest
 from pytest_kernelperf.measure.timing import Timer, make_timer
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.plugins.gpus import GpuPlacement
+from pytest_kernelperf.plugins.items import uses_kernel_bench
 from pytest_kernelperf.plugins.ncu import NcuCollector
 from pytest_kernelperf.plugins.progress import Progress
 from pytest_kernelperf.plugins.role import ROLE, Role
@@ -241,6 +242,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None]:
     return outcome
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    # The tests that will run: their baseline entries set the run's number of judgements (alpha / m).
-    session.config.stash[SESSION].planned_tests = [item.nodeid for item in session.items]
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Before -k, -m or --lf deselect: a test re-run alone counts the tests of the full run in the
+    # paired mode's number of judgements (alpha / m), which plain unit tests never join.
+    config.stash[SESSION].kernel_tests = [item.nodeid for item in items if uses_kernel_bench(item)]

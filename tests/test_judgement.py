@@ -92,8 +92,9 @@ def test_the_paired_mode_counts_a_judgement_for_every_named_call_of_a_planned_te
         ("t.py", EntryKey("test_a::torch", "H200", "hot")),
         ("t.py", EntryKey("test_a::torch", "H100", "hot")),  # another card: the same call
         ("t.py", EntryKey("test_b", "H200", "hot")),
-        ("u.py", EntryKey("test_c", "H200", "hot")),  # not planned
+        ("u.py", EntryKey("test_c", "H200", "hot")),  # not collected: the full run judges it
+        ("u.py", EntryKey("test_c", "H100", "hot")),
     ]
     planned = {("t.py", "test_a"), ("t.py", "test_b"), ("t.py", "test_new")}
-    # test_a judges two calls, test_b one, and test_new (no entry yet) at least one.
-    assert against_judgements(entries, planned) == 4
+    # test_a judges two calls, test_b one, test_new (no entry yet) at least one, and test_c one.
+    assert against_judgements(entries, planned) == 5

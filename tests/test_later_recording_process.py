@@ -110,7 +110,9 @@ def test_a_later_process_pins_the_first_ones_choices_and_measures_only_rounds(pr
     project.monkeypatch.setenv("WINNER", "16")  # left free, the autotuner would pick the other one
     project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
     assert stages(log) == []  # no autotuner benchmark, no profile, no peak memory: only its rounds
-    payload = handoff.decode(json.loads((root / "payload.json").read_text()), root / "baselines")
+    handed = json.loads((root / "payload.json").read_text())
+    assert handed["not_passed"] == {}  # the tests that failed or skipped there: none
+    payload = handoff.decode(handed["payload"], root / "baselines")
     ((entry,),) = (found.values() for found in payload.staged.values())
     assert entry.autotune == {"double": CHOSEN_32}  # the first process's config ran, and was recorded
     assert entry.kernels is None and entry.peak_memory_bytes is None  # the first's stay in the entry

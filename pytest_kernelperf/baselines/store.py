@@ -135,6 +135,13 @@ class BaselineStore:
         if staged is not None:
             self.stage(path, key, processes.combine(staged, entry))
 
+    def unstage(self, path: Path, key: EntryKey) -> None:
+        """Drop the entry staged for `key`: the update leaves the stored one (if any) as it is."""
+        staged = self._staged.get(path, {})
+        staged.pop(key, None)
+        if not staged:
+            self._staged.pop(path, None)  # nothing left to write there: no file created
+
     @property
     def staged(self) -> dict[Path, dict[EntryKey, BaselineEntry]]:
         return self._staged

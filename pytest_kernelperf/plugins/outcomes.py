@@ -34,6 +34,10 @@ class Outcomes:
             message=_message(report) if outcome in ("failed", "error") else "",
         )
 
+    def not_passed(self) -> dict[str, str]:
+        """The tests that did not pass, each with its outcome ("failed", "error", "skipped")."""
+        return {nodeid: test.outcome for nodeid, test in self._tests.items() if test.outcome != "passed"}
+
     def kept(self, with_results: set[str]) -> dict[str, ReportedTest]:
         """The tests the run file keeps: those with a kernel_bench result, and every failure."""
         return {

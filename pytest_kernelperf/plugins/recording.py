@@ -14,7 +14,9 @@ measures only what a further process adds to an entry, its rounds (baselines/pro
 keeps the first's inventory, profile, counters and peak memory), writes no baselines or reports,
 and hands its entries back in a JSON file with the seconds of its phases; the main process adds
 them to its own as further recording processes before writing the files. The terminal says which
-process is running and how long each took.
+process is running and how long each took. A test that a later process fails, skips or does not
+record keeps its stored entry: the first's is not written, the update summary names the test and
+ends with what that process said, and the run fails.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import textwrap
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -41,7 +44,7 @@ from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict.judgement import noise_priors, suite_judgements
 from pytest_kernelperf.verdict.more_processes import Judgeable, another_process
 
-# Tests named in the update summary's line on the processes chosen; the rest are counted.
+# Tests named in an update summary's line on a later process (chosen, or not recorded); the rest counted.
 NAMED_TESTS = 8
 
 
@@ -58,12 +61,19 @@ def write_first_process(
 
 @dataclass(frozen=True)
 class LaterRun:
-    """What a later recording process left: its payload (None: it gave none), the end of its
-    output, and its wall time."""
+    """What a later recording process left: its payload (None: it gave none), the tests that did
+    not pass there with their outcomes, its exit code, the end of its output, and its wall time."""
 
     data: Any | None
+    not_passed: dict[str, str]
+    returncode: int
     tail: str
     wall_s: float
+
+
+def hand_back(output: Path, data: Any, not_passed: Mapping[str, str]) -> None:
+    """In a later recording process: its payload and the tests that did not pass, for the first."""
+    output.write_text(json.dumps({"payload": data, "not_passed": dict(not_passed)}), encoding="utf-8")
 
 
 def run_process(
@@ -88,9 +98,61 @@ def run_process(
         wall_s = time.perf_counter() - began
         tail = "\n".join(done.stdout.splitlines()[-20:])
         try:
-            return LaterRun(json.loads(output.read_text(encoding="utf-8")), tail, wall_s)
-        except (OSError, ValueError):
-            return LaterRun(None, tail, wall_s)
+            handed = json.loads(output.read_text(encoding="utf-8"))
+            data, not_passed = handed["payload"], dict(handed["not_passed"])
+        except (OSError, ValueError, KeyError, TypeError):
+            data, not_passed = None, {}
+        return LaterRun(data, not_passed, done.returncode, tail, wall_s)
+
+
+def staged_keys(
+    results: Sequence[BenchResult], store: BaselineStore, nodeids: Collection[str]
+) -> dict[str, set[tuple[Path, EntryKey]]]:
+    """Per test of `nodeids`, the (file, key) of each entry its calls have staged now."""
+    keys: dict[str, set[tuple[Path, EntryKey]]] = {nodeid: set() for nodeid in nodeids}
+    for result in results:
+        if result.nodeid in keys and result.entry is not None:
+            path, key = _entry_key(result, store)
+            if key in store.staged.get(path, {}):
+                keys[result.nodeid].add((path, key))
+    return keys
+
+
+def _entry_key(result: BenchResult, store: BaselineStore) -> tuple[Path, EntryKey]:
+    path = store.path_for(split_nodeid(result.nodeid)[0])
+    return path, EntryKey(entry_test_id(result.nodeid, result.name), result.device, result.cache)
+
+
+def shortfall(
+    done: LaterRun,
+    asked: Mapping[str, Collection[tuple[Path, EntryKey]]],
+    given: Collection[tuple[Path, EntryKey]],
+) -> dict[str, str]:
+    """The tests a later process did not record as the first did (`asked`: each one's staged
+    entries; `given`: the entries it handed back), each with why: its outcome there, or "not
+    recorded". A process that failed otherwise (an exit code other than "no tests collected", which
+    leaves every test unrecorded anyway) leaves none of its tests trusted."""
+    short: dict[str, str] = {}
+    for nodeid, keys in asked.items():
+        outcome = done.not_passed.get(nodeid)
+        if outcome is not None:
+            short[nodeid] = outcome
+        elif not set(keys) <= set(given):
+            short[nodeid] = "not recorded"
+    if not short and done.returncode not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        short = dict.fromkeys(asked, f"its process ended with exit code {done.returncode}")
+    return short
+
+
+def shortfall_line(number: int, short: Mapping[str, str], among: int, tail: str) -> str:
+    """The update summary's line on the tests a later process did not record, and what it said:
+    "2nd recording process did not record 1 of 3 tests, so their baselines are not written:
+    t.py::test_x (failed); its output ended:" and the end of its output, indented."""
+    said = textwrap.indent(tail, "    ") if tail.strip() else "    (nothing)"
+    return (
+        f"{_ordinal(number)} recording process did not record {len(short)} of {among} tests, so their "
+        f"baselines are not written: {_named(short)}; its output ended:\n{said}"
+    )
 
 
 def recorded_tests() -> set[str] | None:
@@ -147,8 +209,7 @@ def chosen_for_another(
     for result in results:
         if result.nodeid not in nodeids or result.nodeid in chosen or result.entry is None:
             continue
-        path = store.path_for(split_nodeid(result.nodeid)[0])
-        key = EntryKey(entry_test_id(result.nodeid, result.name), result.device, result.cache)
+        path, key = _entry_key(result, store)
         pooled = staged.get(path, {}).get(key)
         if pooled is None or key.device not in priors:
             continue
@@ -177,9 +238,14 @@ def choice_line(number: int, chosen: Mapping[str, str], among: int) -> str:
     head = f"{_ordinal(number)} recording process for {len(chosen)} of {among} tests"
     if not chosen:
         return f"{head}: their processes agree"
-    named = [f"{nodeid} ({why})" for nodeid, why in list(chosen.items())[:NAMED_TESTS]]
-    more = len(chosen) - len(named)
-    return f"{head}: " + ", ".join(named) + (f" and {more} more" if more else "")
+    return f"{head}: {_named(chosen)}"
+
+
+def _named(why: Mapping[str, str]) -> str:
+    """The first NAMED_TESTS tests, each with why, and how many more."""
+    named = [f"{nodeid} ({reason})" for nodeid, reason in list(why.items())[:NAMED_TESTS]]
+    more = len(why) - len(named)
+    return ", ".join(named) + (f" and {more} more" if more else "")
 
 
 def _ordinal(number: int) -> str:

@@ -10,7 +10,6 @@ state for a later hook to find.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from collections.abc import Callable
@@ -65,6 +64,7 @@ class KernelperfRun:
         self._seen_workers: set[str] = set()
         self.processes: list[ProcessCost] = []  # an update's recording processes, for the durations
         self.recording_lines: list[str] = []  # which tests a further recording process chose, and why
+        self.unrecorded: set[str] = set()  # tests a later recording process did not record: not written
 
     def register(self) -> None:
         """Register the plugin objects this process's role needs."""
@@ -167,7 +167,11 @@ class KernelperfRun:
             every = sorted(nodeid for nodeid, count in wanted.items() if count > 1)
             for number in range(2, most + 1):
                 if number <= fixed:
-                    nodeids = sorted(nodeid for nodeid, count in wanted.items() if count >= number)
+                    nodeids = sorted(
+                        nodeid
+                        for nodeid, count in wanted.items()
+                        if count >= number and nodeid not in self.unrecorded
+                    )
                     what = f"recording process {number} of {'up to ' * chooses}{most} ({len(nodeids)} tests)"
                 else:  # auto: the tests whose processes so far call for one more
                     chosen = recording.chosen_for_another(
@@ -197,6 +201,7 @@ class KernelperfRun:
     ) -> None:
         """One later recording process of `nodeids` (said as `what`): its entries staged as one more
         process of each, its costs kept for --kernelperf-durations."""
+        asked = recording.staged_keys(self.session.results, self.session.store, nodeids)
         done = recording.run_process(self.config, nodeids, pins, say, what)
         origin = f"recording process {number}"
         payload = self._decode(done.data, origin) if done.data is not None else None
@@ -204,16 +209,21 @@ class KernelperfRun:
         calls = add_up(result.cost for result in results if result.cost is not None)
         cost = payload.cost if payload is not None else None
         self.processes.append(ProcessCost(number, len(nodeids), done.wall_s, cost, calls))
-        if payload is None:
-            self.notes.append(f"{origin} gave no entries; its output ended:\n{done.tail}")
-            return
-        if payload.poisoned is not None:
+        staged = {} if payload is None or payload.poisoned is not None else payload.staged
+        if payload is not None and payload.poisoned is not None:
             self.notes.append(f"{origin}: {payload.poisoned.refusal()}; left out")
-            return
-        for path, found in payload.staged.items():
+        for path, found in staged.items():
             for key, entry in found.items():
                 self.session.store.stage_process(path, key, entry)
-        self.notes.extend(f"{origin}: {note}" for note in payload.notes)
+        if payload is not None:
+            self.notes.extend(f"{origin}: {note}" for note in payload.notes)
+        given = {(path, key) for path, found in staged.items() for key in found}
+        short = recording.shortfall(done, asked, given)
+        if short:  # fewer processes than asked: the stored entries stay, and the run fails
+            self.recording_lines.append(recording.shortfall_line(number, short, len(nodeids), done.tail))
+            self.unrecorded |= set(short)
+            for path, key in (found for nodeid in short for found in asked[nodeid]):
+                self.session.store.unstage(path, key)
 
     def payload(self) -> handoff.Payload:
         return handoff.Payload(
@@ -253,8 +263,10 @@ class KernelperfRun:
                 updates = self.session.write_baselines(remove, interrupted=interrupted)
             if self.pruned:
                 self._remove_stale_files()
-            if any(update.error for update in updates) and session.exitstatus == pytest.ExitCode.OK:
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a baseline file could not be written
+            failed = self.unrecorded or any(update.error for update in updates)
+            if failed and session.exitstatus == pytest.ExitCode.OK:
+                # a baseline file could not be written, or a later recording process failed tests
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self._absorbed:
             order = {nodeid: index for index, nodeid in enumerate(dict.fromkeys(self.unused.collected))}
             self.session.results.sort(key=lambda result: order.get(result.nodeid, len(order)))
@@ -271,7 +283,7 @@ class KernelperfRun:
         data = self.payload().encode(self.settings.baseline_dir)
         output = os.environ.get(RECORD_OUTPUT) if self.role is Role.RECORDER else None
         if output:
-            Path(output).write_text(json.dumps(data), encoding="utf-8")
+            recording.hand_back(Path(output), data, self.outcomes.not_passed())
         elif self.child is not None:
             target = isolate.child_target()
             assert target is not None

@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_kernelperf.baselines.store import BaselineStore, FileUpdate
-from pytest_kernelperf.baselines.yaml_io import BaselineError
 from pytest_kernelperf.call import replay as ncu_replay
 from pytest_kernelperf.call.context import CallRun, Devices, Host, RunJudgement
 from pytest_kernelperf.call.counterpart import RevisionLookup
 from pytest_kernelperf.call.replay import Replay
 from pytest_kernelperf.kernel_bench import KernelBench
-from pytest_kernelperf.model.baseline import EntryKey, split_nodeid
+from pytest_kernelperf.model.baseline import split_nodeid
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.model.result import BenchResult
 from pytest_kernelperf.plugins.progress import Progress
@@ -61,7 +60,7 @@ class KernelperfSession:
         self._device_cache: dict[str, DeviceInfo] = {}
         self._guard = guard  # per test id: wraps each kernel_bench call (see faults.py)
         self._deferred: dict[str, list[str]] = {}  # per test id: failures reported at its end
-        self.planned_tests: list[str] = []  # node ids this run will execute (set after collection)
+        self.kernel_tests: list[str] = []  # the kernel_bench tests collected, before any deselection
         self._baseline_sets: dict[str, tuple[NoisePrior, int]] = {}
         self.later_recording = later_recording  # a later recording process pins to the first's choices
         self.progress = progress  # long steps said on the terminal (the main process only)
@@ -170,20 +169,19 @@ class KernelperfSession:
             prior = noise_priors((device, entry) for _, entry in entries).get(device, NoisePrior())
             m = suite_judgements((key for key, _ in entries), device)
             if self.against is not None:
-                # Every planned test is judged, with or without a baseline: each once, or as many
-                # times as it has stored entries (a test with several named calls judges each).
-                planned = {split_nodeid(nodeid) for nodeid in self.planned_tests}
-                modules = dict.fromkeys(module for module, _ in planned)
-                stored = [(module, key) for module in modules for key in self._entries_of(module)]
-                m = max(m, against_judgements(stored, planned))
+                m = max(m, self._paired_judgements())
             self._baseline_sets[device] = (prior, m)
         return self._baseline_sets[device]
 
-    def _entries_of(self, module: str) -> list[EntryKey]:
-        try:
-            return list(self.store.entries(self.store.path_for(module)))
-        except BaselineError:
-            return []  # the tests of that file fail with its error
+    def _paired_judgements(self) -> int:
+        """m in the paired mode, where every kernel_bench test is judged, with or without a
+        baseline: those collected (before -k, -m or --lf deselect), each once or once per stored
+        named call, and the suite's stored tests that were not collected (a node id's run)."""
+        collected = {
+            (str(self.store.path_for(module)), test) for module, test in map(split_nodeid, self.kernel_tests)
+        }
+        stored = [(str(path), key) for path, key, _ in self.store.suite()]
+        return against_judgements(stored, collected)
 
     def _cached_device_info(self, kind: str) -> DeviceInfo:
         if kind not in self._device_cache:

@@ -107,17 +107,19 @@ def suite_judgements(keys: Iterable[EntryKey], device: str) -> int:
 
 
 def against_judgements(entries: Iterable[tuple[str, EntryKey]], planned: Collection[tuple[str, str]]) -> int:
-    """m in the paired mode (--kernelperf-against), where every planned test is judged whether or not
-    it has a baseline: one judgement per stored entry (module, key) of a planned test, on any device
-    (each named call is one), and one for each planned test without one."""
+    """m in the paired mode (--kernelperf-against), where every test is judged whether or not it has
+    a baseline: one judgement per stored entry (file, key) of a planned test, on any device (each
+    named call is one), one for each planned test without one, and one for each other stored test
+    id (a test the run did not collect, or one of its named calls), on any device."""
     per_test: dict[tuple[str, str], set[str]] = {test: set() for test in planned}
-    for module, key in entries:
-        test = (
-            (module, key.test) if (module, key.test) in per_test else (module, key.test.rpartition("::")[0])
-        )
+    others: set[tuple[str, str]] = set()
+    for where, key in entries:
+        test = (where, key.test) if (where, key.test) in per_test else (where, key.test.rpartition("::")[0])
         if test in per_test:
             per_test[test].add(key.test)
-    return max(1, sum(max(1, len(names)) for names in per_test.values()))
+        else:
+            others.add((where, key.test))
+    return max(1, sum(max(1, len(names)) for names in per_test.values()) + len(others))
 
 
 def _rounds(record: MetricRecord, card: str | None) -> Rounds:
