@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_kernelperf.formatting import escape_controls
+from pytest_kernelperf.settings import history_location
 
 from .changepoints import (
     ChangePointsUnavailable,
@@ -42,7 +43,7 @@ from .changepoints import (
     short,
     status_text,
 )
-from .server import is_server_url, masked
+from .server import masked
 from .store import DamagedHistory, HistoryError, HistoryStore, git_info, load_run_file, rev_parse
 
 DEFAULT_DB = Path(".kernelperf") / "history.sqlite"
@@ -51,12 +52,18 @@ ENV_REPOSITORY = "KERNELPERF_REPOSITORY"
 
 
 def default_db() -> Path | str:
-    return _location(os.environ.get(ENV_DB) or str(DEFAULT_DB))
+    try:
+        return history_location(os.environ.get(ENV_DB) or str(DEFAULT_DB))
+    except ValueError as exc:
+        raise HistoryError(f"${ENV_DB}: {exc}") from None
 
 
 def _location(text: str) -> Path | str:
-    """A server URL as given (a Path would fold its `//`), a file as a Path."""
-    return text if is_server_url(text) else Path(text)
+    """--db: a server URL as given, a file as a Path; any other URL refused without its text."""
+    try:
+        return history_location(text)
+    except ValueError as exc:  # argparse would quote the value of a ValueError
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _shown(db: Path | str) -> str:
@@ -165,8 +172,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, out: Any) -> int:
-    db = args.db or default_db()
     repository = args.repository if args.repository is not None else os.environ.get(ENV_REPOSITORY, "")
+    try:
+        db = args.db or default_db()
+    except HistoryError as exc:  # no usable location in the environment
+        print(f"error: {exc}", file=Escaped(sys.stderr))
+        return 2
     try:
         if args.history_command == "import":
             return _import(args, db, repository, out)
