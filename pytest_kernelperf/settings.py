@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -179,17 +180,55 @@ def _path(value: Any) -> Path:
     return Path(text)
 
 
-def _history_file(value: Any) -> Path:
-    """A history file. A server URL is refused before it becomes a path (which would fold its `//`
-    and write a file at folders named after it, password and all), shown by its scheme alone."""
-    scheme = str(value).strip().split(":", 1)[0]
-    if scheme.lower() in ("postgresql", "postgres") and ":" in str(value):
+# The URL schemes of a history on a PostgreSQL server (history/server.py connects to them).
+SERVER_SCHEMES = ("postgresql", "postgres")
+# A URL's scheme (RFC 3986) before `:/` (a Path folds `//` into `/`), of two characters at least
+# (`C:/...` is a Windows path), or a server scheme before any `:`.
+_URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
+# A libpq connection string ("host=db user=kp password=..."): its password is a keyword.
+_LIBPQ_PASSWORD = re.compile(r"(?:^|\s)password\s*=", re.IGNORECASE)
+_NOT_A_LOCATION = (
+    "neither a history file nor a history server's URL (postgresql://USER@HOST/DB, the password "
+    "from PGPASSWORD or ~/.pgpass)"
+)
+
+
+def _url_scheme(text: str) -> str | None:
+    """The scheme of `text` where it is a URL, else None (a path)."""
+    found = _URL_SCHEME.match(text)
+    if found is None:
+        return None
+    scheme = found.group(1)
+    rest = text[found.end() :]
+    return scheme if rest.startswith("/") or scheme.lower() in SERVER_SCHEMES else None
+
+
+def history_location(value: Any, *, server: bool = True) -> Path | str:
+    """Where a history lies: a PostgreSQL server's URL as given (a Path would fold its `//`), else a
+    file. Any other URL, or a libpq connection string with a password, is refused, shown by its
+    scheme alone: taken as a path, it would make folders named after the password and print it.
+    Without `server` (a pytest run writes a file), a server URL is refused too."""
+    text = str(value).strip()
+    scheme = _url_scheme(text)
+    if scheme is None:
+        if _LIBPQ_PASSWORD.search(text):
+            raise ValueError(f"a connection string with password=***: {_NOT_A_LOCATION}")
+        return _path(text)
+    of_server = scheme.lower() in SERVER_SCHEMES
+    if of_server and not server:
         raise ValueError(
             f"{scheme}://***: a server URL where a file is expected (a pytest run writes its history "
             "to a file); store the run file on the server with "
             "`python -m pytest_kernelperf history --db URL import RUN.json`"
         )
-    return _path(value)
+    if not of_server or not text[len(scheme) :].startswith("://"):
+        raise ValueError(f"{scheme}://***: {_NOT_A_LOCATION}")
+    return text
+
+
+def _history_file(value: Any) -> Path:
+    """A history file: a pytest run writes its history there (no server URL, no other URL)."""
+    return Path(history_location(value, server=False))
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from typing import Any, TextIO
 
 from pytest_kernelperf.atomic import make_ignored_folder
 from pytest_kernelperf.formatting import escape_controls
+from pytest_kernelperf.settings import history_location
 
 from .changepoints import (
     ChangePointsUnavailable,
@@ -43,7 +44,7 @@ from .changepoints import (
     short,
     status_text,
 )
-from .server import is_server_url, masked
+from .server import masked
 from .store import DamagedHistory, HistoryError, HistoryStore, git_info, load_run_file, rev_parse
 
 DEFAULT_DB = Path(".kernelperf") / "history.sqlite"
@@ -52,12 +53,18 @@ ENV_REPOSITORY = "KERNELPERF_REPOSITORY"
 
 
 def default_db() -> Path | str:
-    return _location(os.environ.get(ENV_DB) or str(DEFAULT_DB))
+    try:
+        return history_location(os.environ.get(ENV_DB) or str(DEFAULT_DB))
+    except ValueError as exc:
+        raise HistoryError(f"${ENV_DB}: {exc}") from None
 
 
 def _location(text: str) -> Path | str:
-    """A server URL as given (a Path would fold its `//`), a file as a Path."""
-    return text if is_server_url(text) else Path(text)
+    """--db: a server URL as given, a file as a Path; any other URL refused without its text."""
+    try:
+        return history_location(text)
+    except ValueError as exc:  # argparse would quote the value of a ValueError
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _shown(db: Path | str) -> str:
@@ -109,7 +116,8 @@ def add_subparser(subparsers: Any) -> argparse.ArgumentParser:
         "--since",
         metavar="COMMIT",
         help="only change points the history did not show yet at this commit, wherever they lie (a "
-        "change point is seen only once runs after it arrive; default: all)",
+        "change point is seen only once runs after it arrive; with no run stored at COMMIT, since the "
+        "run before the latest; default: all)",
     )
     _filters(detect)
 
@@ -165,8 +173,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, out: Any) -> int:
-    db = args.db or default_db()
     repository = args.repository if args.repository is not None else os.environ.get(ENV_REPOSITORY, "")
+    try:
+        db = args.db or default_db()
+    except HistoryError as exc:  # no usable location in the environment
+        print(f"error: {exc}", file=Escaped(sys.stderr))
+        return 2
     try:
         if args.history_command == "import":
             return _import(args, db, repository, out)
@@ -357,13 +369,14 @@ def _per_series(
 def _detect(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
     """The change points of the history; with --since, only those it did not show yet when it
     stood at that commit (a gate that ran there saw the others)."""
-    since_run = _since_run(args.since, store) if args.since else None
+    since = _since_run(args, store, out) if args.since else None
     reports = analyse_store(store, Params(), require=True, series_filter=_select(args), branch=args.branch)
     _require_match(args, store, reports)
-    if since_run is None:
+    if since is None:
         found = [(report, cp) for report in reports for cp in report.change_points]
         scope = "in the whole history"
     else:
+        since_run, since_name = since
         runs = [run["id"] for run in store.runs()]
         then = analyse_store(
             store,
@@ -374,7 +387,7 @@ def _detect(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
             runs=set(runs[: runs.index(since_run) + 1]),
         )
         found = new_change_points(reports, then)
-        scope = f"new since {args.since}"
+        scope = f"new since {since_name}"
     slow = [f for f in found if f[1].slowdown]
     print(f"kernelperf history detect: {len(found)} change points {scope}, {len(slow)} slowdowns", file=out)
     for report, cp in found:
@@ -386,17 +399,46 @@ def _detect(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
     return 1 if slow else 0
 
 
-def _since_run(since: str, store: HistoryStore) -> int:
-    """The last stored run at commit `since` (a hash, or a name git resolves here)."""
-    ids = resolve_commit(store, since)
-    if not ids:
+def _since_run(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> tuple[int, str]:
+    """The run that --since names, and its name: the last stored run at that commit. Where none is
+    stored (that push's job was cancelled or failed), the branch's newest run before its latest
+    one: a gate run once per push then still reports, once, what its push made detectable (the
+    next push's gate would find it already visible at the run before)."""
+    ids = _runs_at(args.since, store)
+    if ids:
+        return ids[-1], args.since
+    missing = f"no stored run at commit {args.since!r}"
+    earlier = _run_before_latest(store, args.branch)
+    if earlier is None:
         info = git_info(Path("."))
-        resolved = rev_parse(".", "--verify", "--quiet", f"{since}^{{commit}}")
-        ids = resolve_commit(store, resolved) if resolved else []
-        if not ids:
-            where = f" (HEAD here is {short(info[0])})" if info else ""
-            raise HistoryError(f"{store.where}: no stored run at commit {since!r}{where}")
-    return ids[-1]
+        here = f" (HEAD here is {short(info[0])})" if info else ""
+        on = f" of branch {args.branch!r}" if args.branch else ""
+        raise HistoryError(f"{store.where}: {missing}{here}, and no earlier run{on} to compare with")
+    commit = earlier["commit"]
+    shown = short(commit) if commit else f"run {earlier['id']}"
+    on = f" on {args.branch}" if args.branch else ""
+    print(f"note: {missing}; comparing with {shown}, the newest run before the latest{on}", file=out)
+    return earlier["id"], commit or f"run {earlier['id']}"
+
+
+def _runs_at(since: str, store: HistoryStore) -> list[int]:
+    """The stored runs at commit `since`: a hash, or a name git resolves here."""
+    ids = resolve_commit(store, since)
+    if ids:
+        return ids
+    resolved = rev_parse(".", "--verify", "--quiet", f"{since}^{{commit}}")
+    return resolve_commit(store, resolved) if resolved else []
+
+
+def _run_before_latest(store: HistoryStore, branch: str | None) -> dict[str, Any] | None:
+    """The newest run (of `branch`, if given) at another commit than the latest run's (several runs
+    of one push are one push), or None when there is none."""
+    runs = [run for run in store.runs() if branch is None or run["branch"] == branch]
+    if not runs:
+        return None
+    latest = runs[-1]["commit"]
+    earlier = [run for run in runs[:-1] if latest is None or run["commit"] != latest]
+    return earlier[-1] if earlier else None
 
 
 EXPORT_COLUMNS = (

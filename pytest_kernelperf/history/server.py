@@ -14,7 +14,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-SCHEMES = ("postgresql://", "postgres://")
 INSTALL_HINT = (
     "a history on a PostgreSQL server needs psycopg 3: pip install 'psycopg[binary]>=3.1' "
     "(or the plugin's `history-server` extra)"
@@ -23,10 +22,6 @@ INSTALL_HINT = (
 # file's write lock): writes to one server database are serial, so none is lost or stored twice.
 WRITE_LOCK = 0x6B706572  # "kper"
 CONNECT_TIMEOUT_S = 10
-
-
-def is_server_url(location: object) -> bool:
-    return isinstance(location, str) and location.lower().startswith(SCHEMES)
 
 
 def masked(url: str) -> str:

@@ -37,9 +37,10 @@ from typing import Any, TypeVar
 
 from pytest_kernelperf.model.names import METRICS
 from pytest_kernelperf.results import runfile
+from pytest_kernelperf.settings import history_location
 
 from . import counters
-from .server import WRITE_LOCK, ServerConnection, is_server_url, masked, translate_schema
+from .server import WRITE_LOCK, ServerConnection, masked, translate_schema
 
 MAX_QUANTILES = 32
 BUSY_TIMEOUT_MS = 30_000
@@ -471,19 +472,15 @@ class HistoryStore:
         self.repository = repository
         self.server: ServerConnection | None = None
         self.db: Any
-        if is_server_url(location):
-            assert isinstance(location, str)
+        try:  # a URL that went through Path (its // folded) is no server's, nor a file
+            server = history_location(location, server=isinstance(location, str))
+        except ValueError as exc:
+            raise HistoryError(str(exc)) from None
+        if isinstance(server, str):
             self.path = Path(".")  # no file; messages name `where`
-            self.where = masked(location)
-            self._open_server(location)
+            self.where = masked(server)
+            self._open_server(server)
             return
-        if str(location).lower().startswith(("postgresql:", "postgres:")):
-            # A URL that went through Path (its // folded): shown without any part of it.
-            raise HistoryError(
-                f"{str(location).split(':', 1)[0]}://***: a server URL where a file is expected (a "
-                "pytest run's --kernelperf-history takes a file); store the run file with "
-                "`python -m pytest_kernelperf history --db URL import RUN.json`"
-            )
         self.path = Path(location)
         self.where = str(self.path)
         if self.path.is_dir():  # SQLite would say "unable to open" or "disk I/O error"

@@ -32,7 +32,8 @@ def _history(db: Path, *args: str) -> tuple[int, str]:
 
 
 def _push(db: Path, folder: Path, i: int, level: float) -> tuple[int, str] | None:
-    """Push `i`: its run imported, then the gate against the push before (none on the first)."""
+    """Push `i`: its run imported, then the gate against the push before (none on the first), also
+    where that push's run was never stored."""
     jitter = random.Random(i)
     rounds = [level * (1 + jitter.gauss(0, 0.003)) for _ in range(3)]
     path = folder / f"run{i:02d}.json"
@@ -44,11 +45,12 @@ def _push(db: Path, folder: Path, i: int, level: float) -> tuple[int, str] | Non
     return _history(db, "detect", "--branch", "main", "--since", commit_of(i - 1))
 
 
-def _gate(folder: Path, levels: list[float]) -> list[tuple[int, str]]:
-    """The gate's (exit status, output) at each push but the first, one run per push at `levels`."""
+def _gate(folder: Path, levels: list[float], missing: int | None = None) -> list[tuple[int, str]]:
+    """The gate's (exit status, output) at each push but the first, one run per push at `levels`;
+    push `missing`'s job is cancelled (no run stored, no gate run: the status of 0 stands in)."""
     folder.mkdir(exist_ok=True)
     db = folder / "h.sqlite"
-    calls = [_push(db, folder, i, level) for i, level in enumerate(levels)]
+    calls = [(0, "") if i == missing else _push(db, folder, i, level) for i, level in enumerate(levels)]
     return [call for call in calls if call is not None]
 
 
@@ -76,6 +78,32 @@ def test_the_gate_fails_once_when_a_step_becomes_detectable(tmp_path: Path) -> N
     assert len(_failing(_gate(tmp_path / "again", TWO_STEPS))) == 2  # each step once
 
 
+@pytest.mark.usefixtures("stand_in_detector")
+@pytest.mark.parametrize("missing", [STEP_AT, STEP_AT + 1])
+def test_a_push_whose_run_is_missing_still_fails_the_gate_once(tmp_path: Path, missing: int) -> None:
+    # The push after the missing one has no stored run at its --since: it compares with the run
+    # before its own. The slow commit's run missing, the push after reports the slowdown; the run
+    # after it missing, the slow push reported it and the push after must not again.
+    calls = _gate(tmp_path, ONE_STEP, missing=missing)
+    failed = _failing(calls)
+    assert failed == [STEP_AT + 1 if missing == STEP_AT else STEP_AT], [text for _, text in calls]
+    after = calls[missing][1]  # the gate of the push after the missing one
+    assert f"note: no stored run at commit {commit_of(missing)!r}" in after
+    assert f"comparing with {commit_of(missing - 1)[:7]}, the newest run before the latest on main" in after
+    assert f"change points new since {commit_of(missing - 1)}" in after
+    assert "SLOWER  tests/test_k.py::test_kernel" in calls[failed[0] - 1][1]
+
+
+def test_a_missing_since_with_nothing_to_compare_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _gate(tmp_path, [1.0])
+    status, _ = _history(tmp_path / "h.sqlite", "detect", "--branch", "main", "--since", commit_of(9))
+    error = capsys.readouterr().err
+    assert status == 2 and f"no stored run at commit {commit_of(9)!r}" in error
+    assert "and no earlier run of branch 'main' to compare with" in error
+
+
 @pytest.mark.extras
 @pytest.mark.skipif(
     not changepoints.detector_available(), reason="needs ruptures: pip install -e '.[history]'"
@@ -89,6 +117,8 @@ def test_the_gate_fails_once_with_the_real_detector(tmp_path: Path) -> None:
     # A second step later (a drift, as one change point) fails the gate once more, when it is seen.
     again = _failing(_gate(tmp_path / "again", TWO_STEPS))
     assert again == [push, STEP_AT + 8 + changepoints.MIN_SEGMENT - 1]
+    # The run of the push that would have seen it never stored: the next push's gate fails instead.
+    assert _failing(_gate(tmp_path / "cancelled", ONE_STEP, missing=push)) == [push + 1]
 
 
 @pytest.fixture

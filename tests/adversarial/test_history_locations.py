@@ -5,6 +5,7 @@ never the password."""
 from __future__ import annotations
 
 import io
+import json
 import sqlite3
 from pathlib import Path
 
@@ -12,8 +13,10 @@ import pytest
 from conftest import Project
 
 from pytest_kernelperf import cli
+from pytest_kernelperf.history import synthetic_runs as rf
 from pytest_kernelperf.history.server import scrub
 from pytest_kernelperf.history.store import HistoryError, HistoryStore
+from pytest_kernelperf.settings import history_location
 
 URL = "postgresql://kernelperf:Hunter2-secret@/kernelperf?host=/tmp/pg"
 
@@ -33,6 +36,74 @@ def test_a_server_url_as_the_run_history_is_a_usage_error_that_hides_it(project:
     assert "history --db URL import RUN.json" in output
     assert "Hunter2-secret" not in output
     assert not any(project.pytester.path.rglob("*postgres*"))  # no file at a path made of the URL
+
+
+# Values that are neither a file nor a server URL this package reads, and their masked forms.
+NOT_LOCATIONS = [
+    ("postgresql+psycopg://kp:Hunter2-secret@localhost/kp", "postgresql+psycopg://***"),
+    ("mysql://kp:Hunter2-secret@db/kp", "mysql://***"),
+    ("postgresql:kp:Hunter2-secret@db", "postgresql://***"),  # no //: no URL libpq reads
+    ("host=db user=kp password=Hunter2-secret dbname=kp", "a connection string with password=***"),
+]
+
+
+@pytest.mark.parametrize(("value", "shown"), NOT_LOCATIONS[:2] + NOT_LOCATIONS[3:])
+def test_another_url_as_the_run_history_is_a_usage_error_that_hides_it(
+    project: Project, value: str, shown: str
+) -> None:
+    project.module()
+    before = sorted(project.pytester.path.rglob("*"))
+    result = project.run("--kernelperf", f"--kernelperf-history={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = result.stdout.str() + result.stderr.str()
+    assert f"{shown}: neither a history file nor a history server's URL (postgresql://USER@HOST/DB" in output
+    assert "Hunter2-secret" not in output
+    assert sorted(project.pytester.path.rglob("*")) == before  # no folder named after it
+
+
+@pytest.mark.parametrize(("value", "shown"), NOT_LOCATIONS)
+@pytest.mark.parametrize("given", ["--db", "env"])
+def test_history_refuses_another_url_without_making_folders_of_it(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    value: str,
+    shown: str,
+    given: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run.json").write_text(json.dumps(rf.run([rf.result("t.py::test_k", 1.0)])), encoding="utf-8")
+    monkeypatch.setenv("KERNELPERF_HISTORY", value)
+    args = ["history", *(["--db", value] if given == "--db" else []), "import", "--no-git", "run.json"]
+    status: int | str | None
+    try:
+        status = cli.main(args, out=io.StringIO())
+    except SystemExit as stop:  # argparse's usage error
+        status = stop.code
+    assert status == 2
+    error = capsys.readouterr().err
+    assert f"{shown}: neither a history file nor a history server's URL" in error
+    assert "Hunter2-secret" not in error
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+
+
+@pytest.mark.parametrize(("value", "shown"), NOT_LOCATIONS)
+def test_the_store_refuses_another_url_given_as_text_or_as_a_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str, shown: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for location in (value, Path(value)):
+        with pytest.raises(HistoryError) as caught:
+            HistoryStore(location)
+        assert str(caught.value).startswith(f"{shown}: ") and "Hunter2-secret" not in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_postgresql_url_is_a_server_and_a_windows_drive_a_file() -> None:
+    assert history_location(URL) == URL and history_location(f" {URL}") == URL
+    assert history_location("POSTGRES://db/h") == "POSTGRES://db/h"
+    assert history_location("C:/runs/h.sqlite") == Path("C:/runs/h.sqlite")
+    assert history_location("runs/h.sqlite") == Path("runs/h.sqlite")
 
 
 def test_a_folder_as_the_history_is_named_as_a_folder(

@@ -118,12 +118,19 @@ def test_detect_passes_on_a_speed_up(db: Path, tmp_path: Path) -> None:
     assert status == 0 and "1 change points in the whole history, 0 slowdowns" in text and "faster" in text
 
 
-def test_detect_with_an_unknown_commit_is_a_usage_error(
+def test_detect_since_an_unknown_commit_compares_with_the_run_before_the_latest(
     db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], stand_in_detector: None
 ) -> None:
+    import_all(db, write_runs(tmp_path, [1.0], code_from=9))
+    assert history(db, "detect", "--since", "deadbeef")[0] == 2  # one run: nothing to compare with
+    error = capsys.readouterr().err
+    assert "no stored run at commit 'deadbeef'" in error and ", and no earlier run to compare with" in error
     import_all(db, write_runs(tmp_path, [1.0] * 3, code_from=9))
-    assert history(db, "detect", "--since", "deadbeef")[0] == 2
-    assert "no stored run at commit 'deadbeef'" in capsys.readouterr().err
+    status, text = history(db, "detect", "--since", "deadbeef")
+    assert status == 0 and text.startswith(
+        f"note: no stored run at commit 'deadbeef'; comparing with {commit_of(1)[:7]}, the newest run "
+        f"before the latest\nkernelperf history detect: 0 change points new since {commit_of(1)}, "
+    )
 
 
 def test_without_ruptures_show_still_lists_series_and_detect_fails_clearly(
