@@ -481,7 +481,10 @@ class RevisionCode:
         what = f"{module_name} at {self.name}"
         with self._as_revision(leaked):
             try:
-                with no_process_exit(what, self.base_top), nothing_left_armed(f"importing {what}", run=self._run()):
+                with (
+                    no_process_exit(what, self.base_top),
+                    nothing_left_armed(f"importing {what}", run=self._run()),
+                ):
                     module = importlib.import_module(module_name)
             except LeftArmed as exc:
                 refused = str(exc)
