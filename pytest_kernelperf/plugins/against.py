@@ -115,7 +115,12 @@ class AgainstRevision:
 
     def _loaded(self, tree: Path) -> RevisionCode:
         return RevisionCode(
-            self.revision.top, tree, self.revision.describe(), limit_s=self._limit_s, say=self._say
+            self.revision.top,
+            tree,
+            self.revision.describe(),
+            limit_s=self._limit_s,
+            say=self._say,
+            run=lambda: self._session.config if self._session is not None else None,
         )
 
     def _say(self, line: str) -> None:

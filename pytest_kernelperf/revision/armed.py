@@ -5,8 +5,9 @@ acts later, once they are gone, and could decide the run: a shutdown hook outsid
 (`threading._register_atexit(lambda: os._exit(0))` turns a failed run green), a timer and the
 signal handler it fires, a SIGTERM handler (a cancelled CI job passes), a thread (asleep, then
 `os._exit(0)`; or one the interpreter waits for at exit), a trace function, a garbage-collection
-callback, an exit finalizer, an audit hook, a changed pytest or plugin (patches.py), a forked copy
-of the process carrying on with the run.
+callback, an exit finalizer, an audit hook, a changed pytest or plugin (patches.py), a plugin
+registered with the run or a changed session (run_state.py), a forked copy of the process carrying
+on with the run.
 
 `nothing_left_armed(what)` records each of these before its block; after it, whatever changed is put
 back and `LeftArmed` says what the block did, so that its module is refused (`incomparable`). A new
@@ -36,6 +37,7 @@ from typing import Any
 from pytest_kernelperf.revision import threads
 from pytest_kernelperf.revision.containment import keep_exit_status_from
 from pytest_kernelperf.revision.patches import CodeState
+from pytest_kernelperf.revision.run_state import RunState
 
 _EXIT = os._exit  # the process's own, taken before any guard replaces it
 # Mutable holders, not rebound names: their identity is what patches.py compares.
@@ -86,14 +88,16 @@ def nothing_left_armed(
     own_threads: Callable[[], Iterable[threading.Thread]] = tuple,
     *,
     finalizers: bool = True,
+    run: object | None = None,
 ) -> Iterator[None]:
     """Raise LeftArmed after the block (`what`: "importing kern.ops at v1") where it left anything
     armed, after putting it back; `own_threads`: threads of the caller's that the block may start;
-    `finalizers`: whether an exit finalizer (weakref.finalize) counts."""
+    `finalizers`: whether an exit finalizer (weakref.finalize) counts; `run`: the pytest config
+    whose plugins, hooks and session are watched too (run_state.py)."""
     pid = os.getpid()
     _refuse_audit_hooks_while_guarding()
     with threads.raw_starts_recorded() as raw:
-        before = _Armed.take(finalizers)
+        before = _Armed.take(finalizers, run)
         _GUARDING[0] += 1
         try:
             yield
@@ -131,12 +135,13 @@ class _Armed:
     hooks: _Hooks
     threads: set[int]
     code: CodeState
+    run: RunState
 
     @classmethod
-    def take(cls, finalizers: bool) -> _Armed:
+    def take(cls, finalizers: bool, run: object | None) -> _Armed:
         with _collector_paused():
-            code = CodeState.take()
-        return cls(_Signals.take(), _Hooks.take(finalizers), threads.running(), code)
+            code, state = CodeState.take(), RunState.take(run)
+        return cls(_Signals.take(), _Hooks.take(finalizers), threads.running(), code, state)
 
     def undo(self, started: list[int]) -> tuple[list[str], list[int]]:
         # Handlers first (nothing of the revision's fires after), threads before the code they
@@ -144,7 +149,7 @@ class _Armed:
         acts = self.signals.undo() + self.hooks.undo()
         named, running = threads.stop(started)
         with _collector_paused():
-            acts += named + self.code.undo()
+            acts += named + self.code.undo() + self.run.undo()
         keep_exit_status_from(running)
         return acts, running
 

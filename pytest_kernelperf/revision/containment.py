@@ -25,11 +25,15 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType, ModuleType
 from typing import Any, ClassVar
+
+from pytest_kernelperf.revision import threads
 
 # What ends or replaces the process: the os module's own (os.execl and friends call os.execv).
 _ENDINGS = tuple(
@@ -37,6 +41,9 @@ _ENDINGS = tuple(
     for name in ("_exit", "execv", "execve", "execl", "execle", "execlp", "execlpe", "execvp", "execvpe")
     if hasattr(os, name)
 )
+# What else ends the process, or may, from whichever thread calls it (os.kill: when it signals this
+# process or its group).
+_MORE_ENDINGS = ("abort", "kill", "killpg")
 
 
 class ProcessExitRefused(BaseException):
@@ -58,6 +65,10 @@ class _State:
     unseen_exit_handlers: ClassVar[list[int]] = []
     # Threads the revision's imports started, told to stop but still in a call then (armed.py).
     running_threads: ClassVar[list[int]] = []
+    # The folders of the revisions' files (no_process_exit's `own_files`).
+    revision_files: ClassVar[list[Path]] = []
+    # The process whose endings are refused to the revision's code, once guarded (_guard_endings).
+    guarded_pid: ClassVar[list[int]] = []
 
 
 def _caller_file(depth: int) -> Path | None:
@@ -76,6 +87,7 @@ def no_process_exit(what: str, own_files: Path) -> Iterator[None]:
     register exit handlers.
     A forked child (multiprocessing's) still ends as it means to: only this process is guarded."""
     pid = os.getpid()
+    _guard_endings(own_files)
     saved: dict[str, Callable[..., Any]] = {name: getattr(os, name) for name in _ENDINGS}
     # The same functions under the C module's own name (os's are posix's on Linux and macOS).
     native = sys.modules.get("posix") or sys.modules.get("nt")
@@ -128,6 +140,69 @@ def no_process_exit(what: str, own_files: Path) -> Iterator[None]:
             f"{what} registered {unseen} exit handler(s) past atexit.register: the revision's code "
             "may not run when the run ends (the run's exit status is kept)"
         )
+
+
+def _guard_endings(own_files: Path) -> None:
+    """For the rest of the process: what ends it refuses a thread the revision's code started
+    (threads.py) and a call with the revision's code on its stack, where no_process_exit's block
+    has ended. Such a thread can outlive every guard (it catches ThreadStopped) and end the run
+    with exit status 0 long after; anyone else's call ends the process as it always did."""
+    if own_files not in _State.revision_files:
+        _State.revision_files.append(own_files)
+    if _State.guarded_pid == [os.getpid()]:
+        return
+    _State.guarded_pid[:] = [os.getpid()]
+    threads.inherit(lambda: os.getpid() in _State.guarded_pid and _by_the_revision())
+    native = sys.modules.get("posix") or sys.modules.get("nt")
+    places: list[tuple[ModuleType | None, str]] = [
+        *((module, name) for module in (os, native) for name in (*_ENDINGS, *_MORE_ENDINGS)),
+        *((module, "raise_signal") for module in (signal, sys.modules.get("_signal"))),
+    ]
+    for module, name in places:
+        real = getattr(module, name, None)
+        # Already wrapped in a forked copy of a guarded process.
+        if module is not None and real is not None and not hasattr(real, "__wrapped__"):
+            setattr(module, name, _refused_to_the_revision(f"{module.__name__}.{name}", real))
+
+
+def _refused_to_the_revision(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+    def ending(*args: Any, **kwargs: Any) -> Any:
+        if _ends_this_process(name, args) and os.getpid() in _State.guarded_pid and _by_the_revision():
+            raise ProcessExitRefused(
+                f"the revision's code called {name} once its guard had ended: it may not end the "
+                "process that judges it"
+            )
+        return real(*args, **kwargs)
+
+    ending.__wrapped__ = real  # type: ignore[attr-defined]
+    return ending
+
+
+def _ends_this_process(name: str, args: tuple[Any, ...]) -> bool:
+    """os.kill and os.killpg end it only when they signal it (signal 0 sends none)."""
+    if name.endswith(".kill") or name.endswith(".killpg"):
+        target, number = (*args, None, None)[:2]
+        if number == 0 or not isinstance(target, int):
+            return False
+        if name.endswith(".killpg"):
+            return target in (0, os.getpgrp())
+        return target == os.getpid() or target <= 0  # 0 and below: a process group, every process
+    return True
+
+
+def _by_the_revision() -> bool:
+    """Whether the calling thread is one the revision's code started, or the call came through
+    the revision's own files."""
+    if threads.started_by_revision():
+        return True
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None:
+        with contextlib.suppress(OSError, ValueError):
+            path = Path(frame.f_code.co_filename).resolve()
+            if any(path.is_relative_to(files) for files in _State.revision_files):
+                return True
+        frame = frame.f_back
+    return False
 
 
 def keep_exit_status_from(threads: list[int]) -> None:

@@ -72,12 +72,14 @@ class RevisionCode:
         name: str,
         limit_s: float | None = None,
         say: Callable[[str], None] | None = None,
+        run: Callable[[], object | None] = lambda: None,
     ) -> None:
         self.top = top.resolve()
         self.base_top = base_top.resolve()
         self.name = name  # how messages name the revision
         self.limit_s = limit_s  # seconds an import or a first call of its code may take (None: any)
         self._say = say  # the line before a call that cannot be stopped ends the process (time_limit.py)
+        self._run = run  # the pytest config of the run, whose plugins and session the guards watch
         self._loaded: dict[str, ModuleType] = {}  # the revision's modules, by name
         self._failed: dict[str, str] = {}  # module name -> why the revision's cannot be imported
         self._inside: dict[str, Path | None] = {}  # module file -> its path in the repo (None: outside)
@@ -416,7 +418,7 @@ class RevisionCode:
         nothing armed (armed.py)."""
         limit = TimeLimit(what, self.limit_s, self._say)
         # Objects the call makes may carry exit finalizers of their own (torch.compile's do).
-        armed = nothing_left_armed("its first call", limit.threads, finalizers=False)
+        armed = nothing_left_armed("its first call", limit.threads, finalizers=False, run=self._run())
         with limit, no_process_exit(what, self.base_top), armed:
             yield
 
@@ -479,7 +481,10 @@ class RevisionCode:
         what = f"{module_name} at {self.name}"
         with self._as_revision(leaked):
             try:
-                with no_process_exit(what, self.base_top), nothing_left_armed(f"importing {what}"):
+                with (
+                    no_process_exit(what, self.base_top),
+                    nothing_left_armed(f"importing {what}", run=self._run()),
+                ):
                     module = importlib.import_module(module_name)
             except LeftArmed as exc:
                 refused = str(exc)

@@ -9,9 +9,11 @@ payloads that end the process for real (os._exit(0)) run in a process of their o
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import gc
 import json
+import os
 import re
 import signal
 import sys
@@ -20,6 +22,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import SUBPROCESS_ARGS, seed_peak_cache
@@ -130,6 +133,64 @@ def test_refs_import_replacing_pytest_fail_is_undone_and_refused(
     assert pytest.fail is fail
 
 
+# Found through the garbage collector: the Config of the run that imports REF (the one holding
+# this plugin's --kernelperf-against, in its own folder), never that of the run of these tests
+# nor one of an earlier test's run still in memory.
+FINDS_THE_RUN = """
+import gc, os, pytest
+from _pytest.config import Config
+
+class _Plugin:
+{hooks}
+for _found in gc.get_objects():
+    if (
+        isinstance(_found, Config) and _found.pluginmanager.get_plugin("kernelperf-against")
+        and str(_found.rootpath) == os.getcwd()
+    ):
+{act}"""
+REGISTERS = '        _found.pluginmanager.register(_Plugin(), "evil")\n'
+PASSES_FAILURES = """
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        report = yield
+        if report.failed:
+            report.outcome, report.longrepr = "passed", None
+        return report
+"""
+EXITS_0 = """
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session):
+        session.exitstatus = 0
+"""
+CHANGES_THE_RUN = """
+        _found.pluginmanager.get_plugin("session").testsfailed = -1
+        _found.option.kernelperf_strict = False
+"""
+
+
+@pytest.mark.parametrize(
+    ("hostile", "said"),
+    [
+        (FINDS_THE_RUN.format(hooks=PASSES_FAILURES, act=REGISTERS), "registered a pytest plugin (evil)"),
+        (FINDS_THE_RUN.format(hooks=EXITS_0, act=REGISTERS), "registered a pytest plugin (evil)"),
+        (
+            FINDS_THE_RUN.format(hooks="    pass\n", act=CHANGES_THE_RUN),
+            "changed the pytest run (config.option.kernelperf_strict, session.testsfailed)",
+        ),
+    ],
+    ids=["makereport-wrapper", "sessionfinish-exit-0", "session-and-options"],
+)
+def test_refs_import_registering_a_plugin_or_changing_the_run_is_undone_and_refused(
+    pytester: pytest.Pytester, repo: Path, contained: Path, hostile: str, said: str
+) -> None:
+    """pytest's plugin manager and session are objects, not code: a plugin registered by REF's
+    import would turn the failure into a pass, or the exit status into 0."""
+    result, reason = refused(pytester, repo, hostile)
+    result.assert_outcomes(failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert said in reason
+
+
 @pytest.mark.parametrize(
     ("hostile", "said"),
     [
@@ -206,6 +267,13 @@ EXITS_LATER = {
         "threading.Thread(target=lambda: (time.sleep(1.0), os._exit(0)), daemon=True).start()\n"
     ),
     "kern/holds.py": "import threading, time\nthreading.Thread(target=time.sleep, args=(60,)).start()\n",
+    "kern/outlives.py": (  # catches the guard's ThreadStopped, then ends the process
+        "import threading, time, os\n"
+        "def _outlives():\n    for _ in range(3):\n        try:\n            time.sleep(0.4)\n"
+        "        except BaseException:\n            pass\n    os._exit(0)\n"
+        "threading.Thread(target=_outlives, daemon=True).start()\n"
+    ),
+    "kern/plugin.py": FINDS_THE_RUN.format(hooks=EXITS_0, act=REGISTERS),
 }
 
 
@@ -215,7 +283,7 @@ def test_what_refs_import_left_armed_never_turns_the_failed_run_green(
 ) -> None:
     modules = {path: kernel() + hostile for path, hostile in EXITS_LATER.items()}
     tests = {f"test_{Path(path).stem}.py": a_test(f"kern.{Path(path).stem}") for path in modules}
-    wait = "import time\n\ndef test_zz_wait():\n    time.sleep(2)\n"  # past the timer and the thread
+    wait = "import time\n\ndef test_zz_wait():\n    time.sleep(2)\n"  # past the timer and the threads
     commit(repo, {**modules, **tests, "kern/slow.py": kernel(), "test_slow.py": a_test("kern.slow")})
     (repo / "test_zz.py").write_text(wait)
     for path in [*modules, "kern/slow.py"]:
@@ -252,6 +320,112 @@ def test_a_judge_rewritten_by_refs_import_is_undone_in_workers_and_children(
     found = results(repo)["test_kernel"]
     assert found["verdict"] == "incomparable"
     assert "pytest_kernelperf.verdict.judge._verdict" in found["comparison"]["reason"]
+
+
+# -- a thread of REF's that outlives its guard cannot end the process -----------------------------------
+
+
+def _catching(act: Callable[..., object], *args: object, refused: list[str]) -> None:
+    try:
+        act(*args)
+    except containment.ProcessExitRefused as exc:
+        refused.append(str(exc))
+
+
+def _joined(thread: threading.Thread) -> None:
+    thread.start()
+    thread.join(5)
+
+
+def _raw_joined(target: Callable[..., object], args: tuple[object, ...], kwargs: dict[str, Any]) -> None:
+    _thread.start_new_thread(target, args, kwargs)
+    time.sleep(0.3)
+
+
+SIGNALS_ITSELF: dict[str, Callable[[list[str]], object]] = {
+    "itself": lambda refused: _catching(os.kill, os.getpid(), signal.SIGUSR1, refused=refused),
+    "a thread it starts": lambda refused: _joined(
+        threading.Thread(
+            target=_catching, args=(os.kill, os.getpid(), signal.SIGUSR1), kwargs={"refused": refused}
+        )
+    ),
+    "one of _thread's it starts": lambda refused: _raw_joined(
+        _catching, (os.kill, os.getpid(), signal.SIGUSR1), {"refused": refused}
+    ),
+}
+
+
+@pytest.mark.parametrize("who", list(SIGNALS_ITSELF))
+def test_a_thread_that_catches_its_stop_cannot_end_the_process_later(
+    tmp_path: Path, contained: Path, who: str
+) -> None:
+    """The thread catches ThreadStopped and carries on once the guard has ended: what would end the
+    process (os.kill of its own id here, with a harmless handler; os._exit(0) in the slow test)
+    is refused to it and to the threads it starts."""
+    go, refused, fired = threading.Event(), list[str](), list[object]()
+    act = SIGNALS_ITSELF[who]
+
+    def outlives() -> None:
+        while True:
+            try:
+                go.wait()
+                break
+            except BaseException:  # the guard's ThreadStopped, caught
+                pass
+        act(refused)
+
+    previous = signal.signal(signal.SIGUSR1, lambda *args: fired.append(args))
+    try:
+        with (
+            containment.no_process_exit("kern.ops at REF", tmp_path),
+            pytest.raises(LeftArmed, match="still in a call"),
+            nothing_left_armed("importing kern.ops at REF"),
+        ):
+            survivor = threading.Thread(target=outlives, daemon=True)
+            survivor.start()
+        go.set()
+        survivor.join(5)
+        time.sleep(0.05)  # a signal sent is handled in the main thread, at its next line
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert not fired
+    assert len(refused) == 1 and "may not end the process" in refused[0]
+
+
+def test_the_revisions_code_called_after_its_guard_cannot_end_the_process(
+    tmp_path: Path, contained: Path
+) -> None:
+    """A later call of REF's kernel (past its first, guarded one) from the main thread."""
+    with containment.no_process_exit("kern.ops at REF", tmp_path):
+        pass
+    namespace: dict[str, Any] = {}
+    source = "import os, signal\ndef later():\n    os.kill(os.getpid(), signal.SIGUSR1)\n"
+    exec(compile(source, str(tmp_path / "ops.py"), "exec"), namespace)
+    fired: list[object] = []
+    previous = signal.signal(signal.SIGUSR1, lambda *args: fired.append(args))
+    try:
+        refusal = re.escape("os.kill once its guard had ended")
+        with pytest.raises(containment.ProcessExitRefused, match=refusal):
+            namespace["later"]()
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert not fired
+
+
+def test_the_process_ends_as_ever_for_its_own_threads(tmp_path: Path, contained: Path) -> None:
+    """Guarded for the rest of the process, the endings still work for every other caller."""
+    with containment.no_process_exit("kern.ops at REF", tmp_path):
+        pass
+    fired: list[object] = []
+    previous = signal.signal(signal.SIGUSR1, lambda *args: fired.append(args))
+    try:
+        _joined(threading.Thread(target=os.kill, args=(os.getpid(), signal.SIGUSR1)))
+        os.kill(os.getpid(), signal.SIGUSR1)
+        time.sleep(0.05)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert len(fired) == 2
+    assert os._exit.__wrapped__ is containment._EXIT  # type: ignore[attr-defined]
 
 
 # -- what modules ordinarily do at import is not refused --------------------------------------------
