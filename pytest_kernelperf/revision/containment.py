@@ -67,6 +67,8 @@ class _State:
     running_threads: ClassVar[list[int]] = []
     # The folders of the revisions' files (no_process_exit's `own_files`).
     revision_files: ClassVar[list[Path]] = []
+    # Whether each code file (co_filename) is one of the revisions': asked on every thread start.
+    revision_file: ClassVar[dict[str, bool]] = {}
     # The process whose endings are refused to the revision's code, once guarded (_guard_endings).
     guarded_pid: ClassVar[list[int]] = []
 
@@ -149,6 +151,7 @@ def _guard_endings(own_files: Path) -> None:
     with exit status 0 long after; anyone else's call ends the process as it always did."""
     if own_files not in _State.revision_files:
         _State.revision_files.append(own_files)
+        _State.revision_file.clear()
     if _State.guarded_pid == [os.getpid()]:
         return
     _State.guarded_pid[:] = [os.getpid()]
@@ -197,12 +200,21 @@ def _by_the_revision() -> bool:
         return True
     frame: FrameType | None = sys._getframe(2)
     while frame is not None:
-        with contextlib.suppress(OSError, ValueError):
-            path = Path(frame.f_code.co_filename).resolve()
-            if any(path.is_relative_to(files) for files in _State.revision_files):
-                return True
+        if _is_revision_file(frame.f_code.co_filename):
+            return True
         frame = frame.f_back
     return False
+
+
+def _is_revision_file(name: str) -> bool:
+    known = _State.revision_file.get(name)
+    if known is None:
+        try:
+            path = Path(name).resolve()
+        except (OSError, ValueError):
+            path = Path(name)
+        known = _State.revision_file[name] = any(path.is_relative_to(f) for f in _State.revision_files)
+    return known
 
 
 def keep_exit_status_from(threads: list[int]) -> None:
