@@ -84,6 +84,7 @@ HOSTILE_IMPORTS = {
 }
 
 
+@pytest.mark.slow  # seconds of bounded waiting: the slow tier
 @pytest.mark.skipif(sys.platform != "linux", reason="the C library's _exit by ctypes, and fork")
 def test_refs_code_that_ends_the_process_at_import_decides_nothing(
     pytester: pytest.Pytester, repo: Path
@@ -122,6 +123,7 @@ def test_refs_code_that_ends_the_process_at_import_decides_nothing(
         assert said in reason, reason
 
 
+@pytest.mark.slow  # seconds of bounded waiting: the slow tier
 def test_an_import_or_first_call_of_ref_that_hangs_is_bounded(pytester: pytest.Pytester, repo: Path) -> None:
     hangs = "import time\n\ndef kernel(x):\n    time.sleep(30)\n    return x * 2\n\nkernel.fake_ms = 1.0\n"
     commit(

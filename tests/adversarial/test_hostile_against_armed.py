@@ -103,6 +103,7 @@ def test_a_timer_and_the_handler_it_fires_armed_at_import_are_disarmed_and_refus
     assert signal.getsignal(signal.SIGALRM) is before
 
 
+@pytest.mark.slow  # seconds of bounded waiting: the slow tier
 def test_a_delayed_thread_started_at_import_is_stopped_before_it_acts(
     pytester: pytest.Pytester, repo: Path, contained: Path
 ) -> None:

@@ -93,6 +93,7 @@ def test_a_daemon_left_behind_by_a_finished_ncu_is_not_waited_for(hostile: Ncu) 
     assert "Nsight Compute counters of 2 kernel(s) read in" in out
 
 
+@pytest.mark.slow  # seconds of bounded waiting: the slow tier
 def test_a_hanging_import_is_bounded_by_the_time_left_and_says_it_timed_out(hostile: Ncu) -> None:
     out, seconds = _slower_run(hostile, "import-hang", timeout_s=3)
     assert seconds < WELL_WITHIN_S
