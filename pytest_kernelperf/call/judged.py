@@ -124,11 +124,8 @@ def judge(run: CallRun, timing: Timing, measurement: Measurement, spec: CallSpec
     settings, device, baseline = run.settings, measurement.device, measurement.baseline
     measured, host = timing.device_time, timing.host_latency
     throttling = throttling_of(timing, baseline)
-    history = None
-    if baseline is not None:
-        history = run.judgement.past_rounds(
-            PastRuns.of(run.nodeid, run.name, settings.cache, device.name, baseline)
-        )
+    past = PastRuns.of(run.nodeid, run.name, settings.cache, device.name, baseline) if baseline else None
+    history = run.judgement.past_rounds(past) if past is not None else None
     context = run.judgement_context(device, history)
     current = Measured(
         record_of(measured),
@@ -147,12 +144,11 @@ def judge(run: CallRun, timing: Timing, measurement: Measurement, spec: CallSpec
         notes.append(
             f"{timing.throttled_rounds} throttled round(s) seen; re-measured where the budget allowed"
         )
-    if baseline is not None and persistently_undetermined(
-        comparison.verdict,
-        run.judgement.past_verdicts(
-            PastRuns.of(run.nodeid, run.name, settings.cache, device.name, baseline),
-            PERSISTENT_UNDETERMINED_RUNS - 1,
-        ),
+    # The history is asked only of a call undetermined now.
+    if (
+        comparison.verdict is Verdict.UNDETERMINED
+        and past is not None
+        and persistently_undetermined(run.judgement.past_verdicts(past, PERSISTENT_UNDETERMINED_RUNS - 1))
     ):
         notes.append(
             f"{NOT_GATED}undetermined in its last {PERSISTENT_UNDETERMINED_RUNS} runs of the history"

@@ -8,10 +8,27 @@ in-run updates, run-JSON updates and unused-entry checks alike: they must agree 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from pytest_kernelperf.model.call import CompileContext, KernelRecord, TensorInput
 from pytest_kernelperf.model.counters import KernelCounters
+
+T = TypeVar("T")
+
+
+def split_by_counts(items: Sequence[T], counts: Sequence[int]) -> list[Sequence[T]]:
+    """`items` cut into consecutive runs of `counts` items (the rounds of each recording process,
+    the processes of each occasion); all of them as one run where `counts` is empty."""
+    if not counts:
+        return [items]
+    out: list[Sequence[T]] = []
+    start = 0
+    for count in counts:
+        out.append(items[start : start + count])
+        start += count
+    return out
 
 
 def _geometric_mean(values: tuple[float, ...]) -> float:
@@ -48,11 +65,8 @@ class MetricRecord:
         mean of rounds (the median before rounds)."""
         if not self.rounds_ms:
             return self.median_ms
-        counts = self.process_rounds or (len(self.rounds_ms),)
-        logs, start = [], 0
-        for count in counts:
-            logs.append(math.log(_geometric_mean(self.rounds_ms[start : start + count])))
-            start += count
+        parts = split_by_counts(self.rounds_ms, self.process_rounds)
+        logs = [math.log(_geometric_mean(tuple(part))) for part in parts]
         return math.exp(math.fsum(logs) / len(logs))
 
     @property

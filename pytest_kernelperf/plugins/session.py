@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 import warnings
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
@@ -17,7 +17,7 @@ from pytest_kernelperf.call.context import CallRun, Devices, Host, RunJudgement
 from pytest_kernelperf.call.counterpart import RevisionLookup
 from pytest_kernelperf.call.replay import Replay
 from pytest_kernelperf.kernel_bench import KernelBench
-from pytest_kernelperf.model.baseline import split_nodeid
+from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, split_nodeid
 from pytest_kernelperf.model.device import DeviceInfo
 from pytest_kernelperf.model.result import BenchResult
 from pytest_kernelperf.plugins.progress import Progress
@@ -165,22 +165,23 @@ class KernelperfSession:
         whole baseline set, not from the tests this run selected, so that a test judged alone gets
         the verdict it would get in the full run. Read once per device, on the first judgement."""
         if device not in self._baseline_sets:
-            entries = [(key, entry) for _, key, entry in self.store.suite() if key.device == device]
+            suite = self.store.suite()
+            entries = [(key, entry) for _, key, entry in suite if key.device == device]
             prior = noise_priors((device, entry) for _, entry in entries).get(device, NoisePrior())
             m = suite_judgements((key for key, _ in entries), device)
             if self.against is not None:
-                m = max(m, self._paired_judgements())
+                m = max(m, self._paired_judgements(suite))
             self._baseline_sets[device] = (prior, m)
         return self._baseline_sets[device]
 
-    def _paired_judgements(self) -> int:
+    def _paired_judgements(self, suite: Sequence[tuple[Path, EntryKey, BaselineEntry]]) -> int:
         """m in the paired mode, where every kernel_bench test is judged, with or without a
         baseline: those collected (before -k, -m or --lf deselect), each once or once per stored
         named call, and the suite's stored tests that were not collected (a node id's run)."""
         collected = {
             (str(self.store.path_for(module)), test) for module, test in map(split_nodeid, self.kernel_tests)
         }
-        stored = [(str(path), key) for path, key, _ in self.store.suite()]
+        stored = [(str(path), key) for path, key, _ in suite]
         return against_judgements(stored, collected)
 
     def _cached_device_info(self, kind: str) -> DeviceInfo:

@@ -225,13 +225,12 @@ def remeasure_wanted(comparison: Comparison | None) -> bool:
 PERSISTENT_UNDETERMINED_RUNS = 3
 
 
-def persistently_undetermined(verdict: Verdict, past: Sequence[str] | None) -> bool:
-    """Whether an `undetermined` call was undetermined in every one of its newest past runs too
-    (PERSISTENT_UNDETERMINED_RUNS in all, this one included)."""
+def persistently_undetermined(past: Sequence[str] | None) -> bool:
+    """Whether an `undetermined` call's newest past runs were undetermined too, enough of them to
+    make PERSISTENT_UNDETERMINED_RUNS in a row with this one."""
     wanted = PERSISTENT_UNDETERMINED_RUNS - 1
     return (
-        verdict is Verdict.UNDETERMINED
-        and past is not None
+        past is not None
         and len(past) >= wanted
         and all(v == str(Verdict.UNDETERMINED) for v in past[:wanted])
     )

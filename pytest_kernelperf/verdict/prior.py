@@ -21,6 +21,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pytest_kernelperf.model.baseline import split_by_counts
 from pytest_kernelperf.verdict import noise
 
 # A fit needs this many entries with an estimate; fewer leave the built-in values.
@@ -92,13 +93,7 @@ def _trigamma_inverse(x: float) -> float:
 
 def groups(rounds_ms: Sequence[float], process_rounds: Sequence[int]) -> list[tuple[float, ...]]:
     """The rounds of each process that measured an entry (one process where counts are absent)."""
-    if not process_rounds:
-        return [tuple(rounds_ms)]
-    out, start = [], 0
-    for count in process_rounds:
-        out.append(tuple(rounds_ms[start : start + count]))
-        start += count
-    return out
+    return [tuple(part) for part in split_by_counts(rounds_ms, process_rounds)]
 
 
 def within_variance(parts: Sequence[Sequence[float]]) -> tuple[float, int]:
@@ -115,13 +110,7 @@ def by_occasion(
 ) -> list[list[Sequence[float]]]:
     """The processes (each its rounds) of each recording occasion, in order (one occasion where
     counts are absent)."""
-    if not occasion_processes:
-        return [list(parts)]
-    out, start = [], 0
-    for count in occasion_processes:
-        out.append(list(parts[start : start + count]))
-        start += count
-    return out
+    return [list(occasion) for occasion in split_by_counts(parts, occasion_processes)]
 
 
 def log_level(rounds_ms: Sequence[float]) -> float:
