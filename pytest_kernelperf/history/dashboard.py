@@ -1,13 +1,17 @@
 # ruff: noqa: E501  (the page template below: CSS and JS lines are kept whole)
 """`history report --html`: one self-contained page, no network: inline CSS and JS.
 
-An overview table of every series (sortable by any column, the change included; filters by device,
-test and status) and, per series, a trend chart drawn by Vega-Lite (its scripts inline, from
-vl-convert-python: `vega.py`): each run's rounds as dots, its mean as a line, the segment levels
-between change points dashed, and each change point a vertical marker whose hover text is its
-attribution; a linear or log time axis. Charts are drawn when scrolled into view, so a page of
-hundreds of series opens quickly. Profile artefacts of the newest run are linked where the files
-exist. Without vl-convert-python the page has its table and says how to get the charts.
+A header naming the repository, the branch and the dates of the runs shown; an overview table of
+every series (sortable by any column, the change included; filters by device, test and status),
+each with one status (`series_status`: the latest change point's direction, or the newest run's
+verdict where that says slower or faster and the latest change point does not); and, per series,
+a trend chart drawn by Vega-Lite (its scripts inline, from vl-convert-python: `vega.py`) in one
+time unit chosen from its data: each run's rounds as dots, its mean as a line, the runs judged
+slower or faster against their baselines marked, the segment levels between change points dashed,
+and each change point a vertical marker whose hover text is its attribution; a linear or log time
+axis. The legend lists only the marks some chart draws. Charts are drawn when scrolled into view,
+so a page of hundreds of series opens quickly. Profile artefacts of the newest run are linked where
+the files exist. Without vl-convert-python the page has its table and says how to get the charts.
 """
 
 from __future__ import annotations
@@ -255,7 +259,7 @@ main { padding: 14px 28px 40px; max-width: 1240px; }
 .filters input[type=search] { width: 240px; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { text-align: left; padding: 5px 8px; border-bottom: 1px solid var(--line); white-space: nowrap; }
-th { background: var(--bg); cursor: pointer; user-select: none; position: sticky; top: 0; }
+th { background: var(--bg); cursor: pointer; user-select: none; position: sticky; top: 0; white-space: normal; vertical-align: bottom; }
 th.sorted::after { content: " \\25BE"; color: var(--muted); }
 th.sorted.asc::after { content: " \\25B4"; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
