@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
+from pytest_kernelperf.history import vega
 from pytest_kernelperf.history.changepoints import Attribution, ChangePoint, SeriesReport
-from pytest_kernelperf.history.dashboard import header_facts, series_status
+from pytest_kernelperf.history.dashboard import header_facts, render, series_status
 from pytest_kernelperf.history.store import Point, SeriesKey
 
 KEY = SeriesKey("tests/test_k.py::test_mul", "", "NVIDIA H200", "hot", "device_time")
@@ -89,3 +92,10 @@ def test_the_header_names_repository_branch_and_dates() -> None:
     ]
     assert header_facts(mixed)["branch"] == "feature, main (some runs without one)"
     assert header_facts([SeriesReport(1, KEY, points(["same"], branch=None))])["branch"] == "not recorded"
+
+
+def test_the_header_keeps_markup_in_names_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vega, "bundle", lambda: None)
+    page = render([report(["same"] * 8)], repository="<b>team</b>", branch="</header><script>x()")
+    assert "<b>team</b>" not in page and "<script>x()" not in page
+    assert '<span class="fk">repository</span> &lt;b&gt;team&lt;/b&gt;' in page
