@@ -2,15 +2,14 @@
 
 Debian's `chromium` and `chromium-driver` (studies/history/install_browser.sh installs them) and the
 `selenium` package; `find()` says why when one is missing, so that tests can skip with the reason.
-`read_png` gives a screenshot's pixels (with no image library), so that a test can look at what was
-drawn: the colour of a status, a legend's marks.
+`read_png` gives a screenshot's pixels (through Pillow), so that a test can look at what was drawn:
+the colour of a status, a legend's marks.
 """
 
 from __future__ import annotations
 
+import io
 import shutil
-import struct
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,10 @@ def find() -> tuple[str, str] | str:
         import selenium  # noqa: F401
     except ImportError:
         return "selenium is not installed (pip install selenium)"
+    try:
+        import PIL  # noqa: F401
+    except ImportError:
+        return "Pillow is not installed (pip install pillow)"
     browser = next((path for name in BROWSERS if (path := shutil.which(name))), None)
     driver = shutil.which("chromedriver")
     if browser is None or driver is None:
@@ -65,80 +68,36 @@ def wait_ready(driver: Any, timeout: float = 10.0) -> None:
 
 # --- screenshots -----------------------------------------------------------------------------------
 
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
 
 @dataclass(frozen=True)
 class Screenshot:
-    """The pixels of a PNG screenshot: enough to look at what the browser drew without an image
-    library (8-bit RGB or RGBA, not interlaced: what Chromium writes)."""
+    """The pixels of a PNG screenshot, read by Pillow (the `dev` extra): enough to look at what the
+    browser drew, the colour of a status, a legend's marks."""
 
     width: int
     height: int
-    channels: int
-    rows: tuple[bytes, ...]
+    rgb: tuple[tuple[int, int, int], ...]
 
     def pixels(self) -> Iterator[tuple[int, int, int]]:
-        c = self.channels
-        for row in self.rows:
-            for i in range(0, len(row), c):
-                yield row[i], row[i + 1], row[i + 2]
+        return iter(self.rgb)
 
     def count(self, colour: Callable[[int, int, int], bool]) -> int:
         """How many pixels are of `colour` (a test of red, green and blue, 0-255)."""
-        return sum(1 for r, g, b in self.pixels() if colour(r, g, b))
+        return sum(1 for r, g, b in self.rgb if colour(r, g, b))
 
     def colours(self) -> int:
-        return len(set(self.pixels()))
-
-
-def _paeth(a: int, b: int, c: int) -> int:
-    p = a + b - c
-    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-    return a if pa <= pb and pa <= pc else b if pb <= pc else c
+        return len(set(self.rgb))
 
 
 def read_png(data: bytes) -> Screenshot:
-    """The pixels of a PNG (ValueError when it is not an 8-bit RGB or RGBA one)."""
-    if not data.startswith(PNG_SIGNATURE):
-        raise ValueError("not a PNG")
-    at, header, compressed = len(PNG_SIGNATURE), b"", bytearray()
-    while at + 8 <= len(data):
-        length, kind = struct.unpack(">I4s", data[at : at + 8])
-        body = data[at + 8 : at + 8 + length]
-        at += 12 + length
-        if kind == b"IHDR":
-            header = body
-        elif kind == b"IDAT":
-            compressed += body
-        elif kind == b"IEND":
-            break
-    if len(header) != 13:
-        raise ValueError("a PNG without its header")
-    width, height, depth, colour_type, _, _, interlace = struct.unpack(">IIBBBBB", header)
-    channels = {2: 3, 6: 4}.get(colour_type)
-    if depth != 8 or channels is None or interlace:
-        raise ValueError(f"a PNG of depth {depth}, colour type {colour_type}, interlace {interlace}")
-    raw = zlib.decompress(bytes(compressed))
-    stride = width * channels
-    rows: list[bytes] = []
-    previous = bytearray(stride)
-    for y in range(height):
-        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
-        for i in range(stride):
-            left = line[i - channels] if i >= channels else 0
-            up, corner = previous[i], previous[i - channels] if i >= channels else 0
-            if kind == 1:
-                line[i] = (line[i] + left) & 0xFF
-            elif kind == 2:
-                line[i] = (line[i] + up) & 0xFF
-            elif kind == 3:
-                line[i] = (line[i] + (left + up) // 2) & 0xFF
-            elif kind == 4:
-                line[i] = (line[i] + _paeth(left, up, corner)) & 0xFF
-        rows.append(bytes(line))
-        previous = line
-    return Screenshot(width, height, channels, tuple(rows))
+    """The pixels of a PNG (ValueError when it is not an image Pillow reads)."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        image = Image.open(io.BytesIO(data)).convert("RGB")
+    except UnidentifiedImageError as exc:
+        raise ValueError(f"not a PNG: {exc}") from None
+    return Screenshot(image.width, image.height, tuple(image.getdata()))
 
 
 def element_png(driver: Any, element: Any) -> Screenshot:
@@ -158,8 +117,6 @@ def greenish(r: int, g: int, b: int) -> bool:
 
 
 def png_size(data: bytes) -> tuple[int, int]:
-    """(width, height) of a PNG, from its header alone."""
-    if not data.startswith(PNG_SIGNATURE) or data[12:16] != b"IHDR":
-        raise ValueError("not a PNG")
-    width, height = struct.unpack(">II", data[16:24])
-    return int(width), int(height)
+    """(width, height) of a PNG."""
+    shot = read_png(data)
+    return shot.width, shot.height
