@@ -26,7 +26,7 @@ from pytest_kernelperf.model.names import HOST_PATH_METHODS
 # per kernel, the SD of a process's level beyond what its rounds explain. Each value is the upper
 # quartile of its class over the first 14 processes, rounded up to 0.05% (0.32%, 0.28%, 0.12%; the
 # largest kernel 0.43%, 0.44%, 0.13%); the other 7 processes checked them. Processes timing on one GPU
-# at the same time moved far more (up to 5.7%): see docs/measurement.md.
+# at the same time moved far more (up to 5.7%): docs/measurement.md#calibration.
 PROCESS_LEVEL_SD: tuple[tuple[float, float], ...] = (
     # (upper bound of the class in ms, relative SD)
     (1e-2, 0.0035),
