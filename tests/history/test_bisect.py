@@ -72,9 +72,9 @@ def test_judge_skips_a_commit_with_nothing_to_compare() -> None:
 
 
 def test_explain_attributes_the_slowdown() -> None:
-    before = rf.run([rf.result("t.py::test_a", 1.0, kernels=[("k0", "aaaa")], autotune={"BLOCK": 64})])
+    before = rf.run([rf.result("t.py::test_a", 1.0, kernels=[("k0", "aaaa")], autotune={"k0": "BLOCK=64"})])
     after = rf.run(
-        [rf.result("t.py::test_a", 1.2, kernels=[("k0", "bbbb")], autotune={"BLOCK": 64})],
+        [rf.result("t.py::test_a", 1.2, kernels=[("k0", "bbbb")], autotune={"k0": "BLOCK=64"})],
         device_env={**rf.DEVICE_ENV, "torch": "2.14.0"},
     )
     (line,) = explain(before, after, "1" * 40, "2" * 40, 0.05)

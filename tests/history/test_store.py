@@ -35,7 +35,7 @@ def test_a_run_gives_one_measurement_per_metric_with_its_evidence(store: History
                 name="gelu",
                 rounds=[0.49, 0.5, 0.51],
                 kernels=[("triton_poi_fused_gelu_0", "c0de0c0de")],
-                autotune={"BLOCK_SIZE": 1024, "num_warps": 4},
+                autotune={"triton_poi_fused_gelu_0": "BLOCK_SIZE=1024, num_warps=4"},
                 nbytes=2_000_000_000,
                 reference_ratio=1.25,
                 host_ms=0.6,
@@ -59,7 +59,7 @@ def test_a_run_gives_one_measurement_per_metric_with_its_evidence(store: History
     assert gelu["median_ms"] == 0.5 and gelu["rounds_ms"] == [0.49, 0.5, 0.51]
     assert gelu["quantiles_ms"] == run["results"][0]["baseline_entry"]["device_time"]["quantiles_ms"]
     assert gelu["kernels"][0]["code"] == "c0de0c0de"
-    assert gelu["autotune"] == {"BLOCK_SIZE": 1024, "num_warps": 4}
+    assert gelu["autotune"] == {"triton_poi_fused_gelu_0": "BLOCK_SIZE=1024, num_warps=4"}
     assert gelu["reference_ratio"] == 1.25
     assert gelu["gb_per_s"] == pytest.approx(4000.0) and gelu["peak_fraction"] == pytest.approx(1.0)
     assert gelu["artifacts"] == ["profiles/gelu/trace.json"]
