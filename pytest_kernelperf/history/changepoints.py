@@ -23,7 +23,6 @@ import importlib.util
 import itertools
 import json
 import math
-import sqlite3
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
@@ -32,7 +31,10 @@ from typing import Any
 from pytest_kernelperf.settings import DEFAULTS
 from pytest_kernelperf.verdict.memory import format_bytes, judge_memory
 
-from .store import HistoryError, HistoryStore, Point, SeriesKey
+from .database import HistoryError
+from .points import Point
+from .rows import SeriesKey
+from .store import HistoryStore
 
 INSTALL_HINT = "change points need ruptures: pip install ruptures (or the plugin's `history` extra)"
 
@@ -522,7 +524,7 @@ def analyse_store(
             reports.append(SeriesReport(sid, key, points, analysed=False))
             continue
         reports.append(SeriesReport(sid, key, points, change_points(points, params, raw=raw)))
-    with contextlib.suppress(HistoryError, sqlite3.Error):  # a read-only or busy database: the cache can wait
+    with contextlib.suppress(HistoryError):  # a read-only or busy database: the cache can wait
         store.cache_analyses(fresh)
     return reports
 

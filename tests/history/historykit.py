@@ -14,7 +14,8 @@ import pytest
 
 from pytest_kernelperf.history import synthetic_runs as runfiles
 from pytest_kernelperf.history.changepoints import Params, RawChange
-from pytest_kernelperf.history.store import MIGRATIONS, HistoryStore
+from pytest_kernelperf.history.schema import MIGRATIONS
+from pytest_kernelperf.history.store import HistoryStore
 
 # A PostgreSQL server for the tests of both backends (`.ci/postgres.sh start DIR` prints its URL);
 # without it their server variants skip.

@@ -15,8 +15,9 @@ import pytest
 from pytest_kernelperf import cli
 from pytest_kernelperf.history import changepoints
 from pytest_kernelperf.history import synthetic_runs as rf
-from pytest_kernelperf.history.server import masked
-from pytest_kernelperf.history.store import SCHEMA_VERSION, HistoryError, HistoryStore
+from pytest_kernelperf.history.database import HistoryError, masked
+from pytest_kernelperf.history.schema import SCHEMA_VERSION
+from pytest_kernelperf.history.store import HistoryStore
 
 from .historykit import commit_of, needs_server, split_backend
 
