@@ -4,9 +4,9 @@ Detection is split and merge (Hunter's, Fleming et al. 2023, as in Apache Otava)
 binary segmentation proposes candidate splits (`pip install ruptures`, or the `history` extra), and
 the least significant is merged away until every one left passes a two-sided Welch t-test between
 the segments on either side (at most `window` runs each) and changes the level by at least
-`min_magnitude`. Each run contributes one value, the mean of its rounds (`rounds_ms`; a run file without
-rounds gives its median as the one round). Parameters were tuned on synthetic histories
-(studies/history/synthetic.py; figures in docs/history.md).
+`min_magnitude`. Each run contributes one value, `Point.value`: its level, the figure its verdict
+judged (runs stored before the level was: the mean of their rounds). Parameters were tuned on
+synthetic histories (studies/history/synthetic.py; figures in docs/history.md).
 
 Around each change point, the runs on either side are compared (`attribute`): the generated code's
 hash per kernel, the kernel inventory (kernels added or removed), the autotune choices and the

@@ -27,7 +27,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, NoReturn, Protocol, TypeVar
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from pytest_kernelperf.settings import history_location
@@ -181,36 +181,35 @@ class SqliteDatabase(Database):
         self.opening = True
         self.scratch = False  # a copy in memory, upgraded there: read, never checked or kept
 
-    def fault(self, exc: BaseException) -> HistoryError:
+    def failed(self, exc: BaseException) -> NoReturn:
+        """sqlite3's error `exc` passed on as it is while opening or writing, else in our words: a
+        lock held too long, or a damaged file."""
+        if self.opening:
+            raise exc
         text = str(exc).lower()
         if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
-            return HistoryError(f"{self.where}: {exc}")
-        return DamagedHistory(str(exc))
+            raise HistoryError(f"{self.where}: {exc}") from None
+        raise DamagedHistory(str(exc)) from None
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
         try:
             return _Rows(self, self.conn.execute(sql, params))
         except _SQLITE_ERRORS as exc:
-            if self.opening:
-                raise
-            raise self.fault(exc) from None
+            self.failed(exc)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         try:
             self.conn.executemany(sql, rows)
         except _SQLITE_ERRORS as exc:
-            if self.opening:
-                raise
-            raise self.fault(exc) from None
+            self.failed(exc)
 
     def write(self, action: Callable[[Database], T], what: str) -> T:
         opening, self.opening = self.opening, True
         try:
             return _retry(lambda: self._transaction(action), f"{self.where}: {what}")
         except _SQLITE_ERRORS as exc:
-            if opening:
-                raise
-            raise self.fault(exc) from None
+            self.opening = opening
+            self.failed(exc)
         finally:
             self.opening = opening
 
@@ -271,25 +270,19 @@ class _Rows:
         try:
             return self.cursor.fetchone()
         except _SQLITE_ERRORS as exc:
-            if self.db.opening:
-                raise
-            raise self.db.fault(exc) from None
+            self.db.failed(exc)
 
     def fetchall(self) -> list[Any]:
         try:
             return self.cursor.fetchall()
         except _SQLITE_ERRORS as exc:
-            if self.db.opening:
-                raise
-            raise self.db.fault(exc) from None
+            self.db.failed(exc)
 
     def __iter__(self) -> Iterator[Any]:
         try:
             yield from self.cursor
         except _SQLITE_ERRORS as exc:
-            if self.db.opening:
-                raise
-            raise self.db.fault(exc) from None
+            self.db.failed(exc)
 
 
 def _writable(path: Path) -> bool:
@@ -297,7 +290,7 @@ def _writable(path: Path) -> bool:
     return os.access(path, os.W_OK)
 
 
-def _why(path: Path, exc: sqlite3.Error) -> str:
+def _why(path: Path, exc: BaseException) -> str:
     """What is wrong, in words: SQLite says "unable to open database file" for a missing folder and
     for a file it may not write alike."""
     text = str(exc)
@@ -324,16 +317,28 @@ def _open_file(path: Path, *, read_only: bool, create: bool, prepare: Callable[[
         raise HistoryError(f"{path}: an empty file, not a history database yet")
     if read_only:
         db = SqliteDatabase(_connect_read_only(path), path)
-        try:
-            prepare(db)
-        except _SQLITE_ERRORS as exc:
-            db.close()
-            raise HistoryError(f"{path}: not a history database ({exc})") from None
-        except BaseException:
-            db.close()
-            raise
-        db.opening = False
-        return db
+    else:
+        db = SqliteDatabase(_connect(path, create=create), path)
+    try:
+        if not read_only:
+            db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            db.execute("PRAGMA foreign_keys = ON")
+        prepare(db)
+    except _SQLITE_ERRORS as exc:
+        db.close()
+        # A writer is told why it cannot write there; a reader, that this is no history.
+        writer = not read_only and isinstance(exc, sqlite3.DatabaseError)
+        raise HistoryError(
+            f"{path}: {_why(path, exc) if writer else f'not a history database ({exc})'}"
+        ) from None
+    except BaseException:
+        db.close()
+        raise
+    db.opening = False
+    return db
+
+
+def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
     if create and not path.parent.is_dir():
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -342,25 +347,9 @@ def _open_file(path: Path, *, read_only: bool, create: bool, prepare: Callable[[
                 f"{path}: cannot make its folder {path.parent}: {exc.strerror or exc}"
             ) from None
     try:
-        connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        return sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
     except sqlite3.Error as exc:
         raise HistoryError(f"{path}: {_why(path, exc)}") from None
-    db = SqliteDatabase(connection, path)
-    try:
-        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        db.execute("PRAGMA foreign_keys = ON")
-        prepare(db)
-    except UnicodeDecodeError as exc:  # text in the file that is not UTF-8
-        db.close()
-        raise HistoryError(f"{path}: not a history database ({exc})") from None
-    except sqlite3.DatabaseError as exc:
-        db.close()
-        raise HistoryError(f"{path}: {_why(path, exc)}") from None
-    except BaseException:
-        db.close()
-        raise
-    db.opening = False
-    return db
 
 
 def _connect_read_only(path: Path) -> sqlite3.Connection:
