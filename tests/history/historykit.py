@@ -3,14 +3,31 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
 
 from pytest_kernelperf.history import synthetic_runs as runfiles
 from pytest_kernelperf.history.changepoints import Params, RawChange
-from pytest_kernelperf.history.store import MIGRATIONS, HistoryStore
+from pytest_kernelperf.history.schema import MIGRATIONS
+from pytest_kernelperf.history.store import HistoryStore
+
+# A PostgreSQL server for the tests of both backends (`.ci/postgres.sh start DIR` prints its URL);
+# without it their server variants skip.
+SERVER_URL = os.environ.get("KERNELPERF_TEST_POSTGRES_URL")
+NO_SERVER = "no PostgreSQL server: set KERNELPERF_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"
+needs_server = pytest.mark.skipif(not SERVER_URL, reason=NO_SERVER)
+
+
+def with_database(url: str, name: str) -> str:
+    """The server URL `url` naming the database `name`."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
 
 
 def split_backend(values: Sequence[float], params: Params) -> list[RawChange]:
