@@ -484,7 +484,13 @@ def _report(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
 
     reports = analyse_store(store, Params(), require=False, series_filter=_select(args), branch=args.branch)
     _require_match(args, store, reports)
-    page = render(reports, title=args.title, base=args.html.parent.resolve())
+    page = render(
+        reports,
+        title=args.title,
+        base=args.html.parent.resolve(),
+        repository=store.repository or None,
+        branch=args.branch,
+    )
     try:
         args.html.parent.mkdir(parents=True, exist_ok=True)
         args.html.write_text(page, encoding="utf-8")
