@@ -3,21 +3,30 @@ on made-up data."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import random
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-# studies/ is not part of the package: it is imported from the checkout (appended, so that nothing
-# the path already finds is found anew there).
-sys.path.append(str(Path(__file__).resolve().parents[1]))
+# studies/ is not part of the package: its module is loaded from the checkout by path, leaving
+# sys.path as it is (a checkout on the path changes what every later pytester run imports).
+_SPEC = importlib.util.spec_from_file_location(
+    "kernelperf_studies_resample", Path(__file__).resolve().parents[1] / "studies" / "resample.py"
+)
+assert _SPEC is not None and _SPEC.loader is not None
+resample = importlib.util.module_from_spec(_SPEC)
+sys.modules[_SPEC.name] = resample  # dataclasses look their module up by name
+_SPEC.loader.exec_module(resample)
+Measurement, every_baseline, simulate = resample.Measurement, resample.every_baseline, resample.simulate
 
-from studies.resample import Measurement, every_baseline, simulate
 
-
-def made_up(processes: int, variants: dict[str, float], round_sd: float = 0.002) -> list[Measurement]:
+def made_up(
+    processes: int, variants: dict[str, float], round_sd: float = 0.002
+) -> list[Any]:  # studies.resample.Measurement
     rng = random.Random(7)
     out = []
     for process in range(processes):
