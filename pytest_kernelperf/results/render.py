@@ -386,11 +386,10 @@ def resolution_lines(results: Sequence[BenchResult]) -> list[str]:
         median, worst = percent(statistics.median(seen)), percent(max(seen))
         parts.append(f"{label}: {calls}, median {median}, worst {worst}")
     if parts:
-        floor = (
-            f"; threshold {percent(threshold)}, undetermined beyond {percent(undetermined_beyond(threshold))}"
-            if threshold is not None
-            else ""
-        )
+        floor = ""
+        if threshold is not None:  # the threshold fails a test; the bar turns a `same` undetermined
+            bar = undetermined_beyond(threshold)
+            floor = f"; threshold {percent(threshold, 3)}, undetermined beyond {percent(bar, 3)}"
         lines.append(f"smallest slowdown this run could detect (95% power{floor}): " + "; ".join(parts))
     undetermined = [
         r.label + "".join(f" ({n.removeprefix(NOT_GATED)})" for n in r.notes if n.startswith(NOT_GATED))

@@ -363,8 +363,8 @@ def undetermined_note(threshold: float, remedy: str) -> str:
     bar = undetermined_beyond(threshold)
     return (
         f"undetermined: the smallest slowdown this test could detect (the ± of its verdict) is beyond "
-        f"{percent(bar)}, the most a `same` may leave unseen ({UNDETERMINED_FACTOR:g}x the "
-        f"{percent(threshold)} threshold that fails a test, at least {percent(UNDETERMINED_FLOOR)}); "
+        f"{percent(bar, 3)}, the most a `same` may leave unseen ({UNDETERMINED_FACTOR:g}x the "
+        f"{percent(threshold, 3)} threshold that fails a test, at least {percent(UNDETERMINED_FLOOR)}); "
         f"for a verdict: {remedy}"
     )
 

@@ -36,7 +36,7 @@ def regression_message(
     return (
         f"performance regression in {result.label} on {result.device}: "
         f"{duration(result.median_ms)} vs baseline {duration(base.level_ms)} "
-        f"({comparison.change()}, beyond the {percent(threshold)} threshold).\n"
+        f"({comparison.change()}, beyond the {percent(threshold, 3)} threshold).\n"
         f"  evidence: {comparison.evidence()}{spread}.\n"
         f"  method: {result.method}, {result.cache} cache; baseline: {path} (recorded {baseline.recorded}).\n"
         + "".join(f"  {line}\n" for line in details)
@@ -55,7 +55,7 @@ def against_message(result: BenchResult) -> str:
     return (
         f"performance regression in {result.label} on {result.device}: "
         f"{duration(result.median_ms)} vs {duration(check.median_ms)} at {check.revision} "
-        f"({comparison.change()}, beyond the {percent(threshold)} threshold).\n"
+        f"({comparison.change()}, beyond the {percent(threshold, 3)} threshold).\n"
         f"  evidence: {comparison.evidence()}.\n"
         f"  method: {result.method}, {result.cache} cache; both timed in this process in "
         f"{len(check.rounds_ms)} paired rounds{placed}; {check.where} loaded from {check.commit}{answers}.\n"
