@@ -174,8 +174,9 @@ def section(text: str) -> list[str]:
 
 
 def rows(lines: list[str]) -> list[str]:
-    """The table rows (headers included): the lines indented four spaces."""
-    return [line for line in lines if line.startswith("    ") and not line.startswith("     ")]
+    """The table rows (headers included): the lines indented four spaces above the first note."""
+    first_note = next((i for i, line in enumerate(lines) if re.match(r"(\*|\[\d+\]) ", line)), len(lines))
+    return [line for line in lines[:first_note] if line.startswith("    ")]
 
 
 def matches_golden(name: str, text: str) -> None:
