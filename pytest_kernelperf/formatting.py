@@ -1,14 +1,17 @@
 """How times, numbers, paths and outside text are written: UTC timestamps, significant-digit
-rounding, the paths of a call's profile artefacts, control characters as escapes.
+rounding, durations and relative figures as a person reads them, the paths of a call's profile
+artefacts, control characters as escapes.
 
 One spelling each, so that a baseline's `recorded`, a run's `created` and the peak cache's date
-compare and sort alike, so that rounding in baselines, JSON and JUnit properties agrees, and so that
-a regression message and the terminal summary name a profile's files alike.
+compare and sort alike, so that rounding in baselines, JSON and JUnit properties agrees, so that a
+time reads `8.7 ms` or `33 us` in every message (never `8.72e+06 ns`), and so that a regression
+message and the terminal summary name a profile's files alike.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import os
 import re
 from collections.abc import Sequence
@@ -32,6 +35,36 @@ def utc_stamp(moment: _dt.datetime | None = None) -> str:
 def significant(value: float, digits: int = 6) -> float:
     """`value` rounded to `digits` significant digits (six: far below any timing's noise, short diffs)."""
     return float(f"{value:.{digits}g}")
+
+
+# A duration's units, largest first, in milliseconds (ASCII "us", as the size classes write it).
+_DURATION_UNITS = (("s", 1e3), ("ms", 1.0), ("us", 1e-3), ("ns", 1e-6))
+
+
+def _figure(value: float, digits: int) -> str:
+    """`value` to `digits` significant digits, never in exponent notation (1234, not 1.23e+03)."""
+    if value != 0 and abs(value) >= 10**digits:
+        return f"{value:.0f}"
+    return f"{value:.{digits}g}"
+
+
+def duration(ms: float, digits: int = 4) -> str:
+    """A time given in milliseconds, in the unit that reads best: 8.7 ms, 33.1 us, 850 ns, 2.5 s.
+
+    `digits` significant digits (4 for a kernel's level, 2 for a timer's step). Below a nanosecond
+    it stays in ns; from a second on, in s."""
+    if not math.isfinite(ms) or ms == 0:
+        return f"{ms:g} ms"
+    for unit, size in _DURATION_UNITS:
+        value = float(_figure(ms / size, digits))
+        if abs(value) >= 1 or unit == "ns":
+            return f"{_figure(value, digits)} {unit}"
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def percent(fraction: float, digits: int = 2) -> str:
+    """A relative figure as a reader takes it in: 4.1%, 12%, 0.71%, 140% (never 1.4e+02%)."""
+    return f"{_figure(fraction * 100, digits)}%"
 
 
 def display_path(path: Path | str) -> str:

@@ -38,6 +38,22 @@ def check_name(name: object) -> str | None:
     return name
 
 
+def function_name(fn: object) -> str | None:
+    """What a table calls a timed callable: a function's or method's name (`gelu`, `Block.forward`,
+    without the `<locals>` of a function made inside another), a partial's or a compiled
+    module's own, else the class of a callable object (`GELU`); never a control character."""
+    for _ in range(8):  # a partial of a partial, a compiled module: what they wrap
+        inner = getattr(fn, "func", None) or getattr(fn, "_orig_mod", None)
+        if inner is None or inner is fn:
+            break
+        fn = inner
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if not isinstance(name, str) or not name:
+        name = type(fn).__qualname__
+    name = name.rpartition("<locals>.")[2]
+    return _CONTROL.sub("?", _SURROGATE.sub("?", name)) or None
+
+
 def display_name(text: str, width: int = MAX_DISPLAY) -> str:
     """`text` cut to `width` characters for a table cell, with an ellipsis where it was cut."""
     return text if len(text) <= width else text[: width - 1] + "…"

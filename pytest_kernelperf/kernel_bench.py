@@ -19,7 +19,7 @@ from pytest_kernelperf.call.context import CallRun
 from pytest_kernelperf.call.counterpart import Counterpart, RevisionLookup
 from pytest_kernelperf.call.spec import CallSpec, spec_of
 from pytest_kernelperf.correctness import snapshot
-from pytest_kernelperf.ids import check_name
+from pytest_kernelperf.ids import check_name, function_name
 from pytest_kernelperf.measure.clock import Clock
 from pytest_kernelperf.measure.interpreter import interpreted
 from pytest_kernelperf.measure.roofline import tensor_bytes
@@ -72,7 +72,7 @@ class KernelBench:
         **kwargs: Any,
     ) -> BenchResult:
         __tracebackhide__ = True
-        run = self._run(name)
+        run = self._run(name, fn)
         own = {"reference": reference, "rtol": rtol, "atol": atol, "name": name}
         own |= {"bytes": bytes, "flops": flops, "max_ratio": max_ratio}
         try:
@@ -99,7 +99,7 @@ class KernelBench:
         """Check `fn` against `reference` without timing it (e.g. Triton's CPU interpreter, whose
         timings mean nothing); reported as checked, with `why`."""
         __tracebackhide__ = True
-        run = self._run(name)
+        run = self._run(name, fn)
         try:
             with run.devices.guard(fn, name):
                 self._claim(run)
@@ -114,9 +114,10 @@ class KernelBench:
 
     # -- stages ------------------------------------------------------------------------------
 
-    def _run(self, name: str | None) -> CallRun:
-        """The call's own state: its name and a fresh clock of its phases (measure/clock.py)."""
-        return replace(self._test, name=name, clock=Clock())
+    def _run(self, name: str | None, fn: object) -> CallRun:
+        """The call's own state: its name, its callable's name and a fresh clock of its phases
+        (measure/clock.py)."""
+        return replace(self._test, name=name, clock=Clock(), function=function_name(fn))
 
     def _claim(self, run: CallRun) -> None:
         """The call's name: valid, and not used by another call of the test."""

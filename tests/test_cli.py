@@ -48,7 +48,7 @@ def test_compare_reproduces_the_verdicts_of_the_run_that_wrote_the_json(project:
     assert code == 1  # a regression
     assert "kernelperf: 3 same, 1 slower, 1 faster, 1 new" in text
     assert any(
-        line.split()[:1] == ["b"] and "+300.0%" in line and line.endswith("slower")
+        line.split()[:1] == ["b"] and "+300.0%" in line and line.endswith("slower +300.0%")
         for line in text.splitlines()
     )
 
@@ -75,7 +75,7 @@ def test_compare_a_run_with_itself_passes_and_options_apply(project: Project) ->
     assert code == 1 and "kernelperf: 4 same, 1 slower, 1 new" in text
     # Colour on request.
     code, text = cli("compare", str(old), str(new), "--color=yes")
-    assert "\x1b[31;1mslower\x1b[0m" in text
+    assert "\x1b[31;1mslower +300.0%\x1b[0m" in text
     # OLD's results that NEW lacks are listed.
     code, text = cli("compare", str(new), str(old), "--color=no")
     assert "not in " in text and "test_kernels.py::test_param[d] on Test CPU (hot cache)" in text

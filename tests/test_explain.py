@@ -45,7 +45,7 @@ def test_double_precision_kernel_message() -> None:
     lines = regression_details(baseline(before), ENV, CallProfile(kernels=after))
     assert lines == [
         "kernels against the baseline's:",
-        f"  * {name}: 0.0331 ms -> 0.0952 ms per call (+188%), 100% of device time",
+        f"  * {name}: 33.1 us -> 95.2 us per call (+188%), 100% of device time",
         f"generated code changed since the baseline: {name} (aaaaaaaaaaaa -> bbbbbbbbbbbb)",
         "environment: same as the baseline (torch 2.11.0, cuda 13.0)",
     ]

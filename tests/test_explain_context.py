@@ -25,7 +25,7 @@ def test_ten_percent_more_elements_names_the_input_the_kernel_and_its_grid() -> 
     now = entry(0.288, inputs=(TensorInput("x", (73819136,), (1,), "float32"),))
     lines = regression_details(base, ENV, CallProfile(kernels=new_kernels), current=now)
     assert lines[0].startswith("inputs differ from the baseline's: x grew 10% (67108864 -> 73819136 elements")
-    assert "  * triton_gelu_kernel: 0.263 ms -> 0.288 ms per call (+10%), 100% of device time" in lines
+    assert "  * triton_gelu_kernel: 263 us -> 288 us per call (+10%), 100% of device time" in lines
     assert "  # triton_gelu_kernel: grid 65536 blocks -> 72089 blocks" in lines
     assert not any("outside the kernels" in line for line in lines)
 
@@ -36,8 +36,8 @@ def test_unchanged_kernels_against_the_calls_change_point_outside_them() -> None
         entry(0.2625, kernels=kernels), ENV, CallProfile(kernels=kernels), current=entry(0.3)
     )
     assert (
-        "  the same 1 kernel launch as the baseline; their time per call 0.263 ms -> 0.263 ms (+0 ms) "
-        "against 0.2625 ms -> 0.3 ms (+0.0375 ms, +14.3%) for the call: the kernels' time did not grow, so "
+        "  the same 1 kernel launch as the baseline; their time per call 263 us -> 263 us (+0 ms) "
+        "against 262.5 us -> 300 us (+37.5 us, +14.3%) for the call: the kernels' time did not grow, so "
         "the slowdown is outside the kernels (launch overhead, gaps between kernels, host work?)"
     ) in lines
 
@@ -46,7 +46,7 @@ def test_a_small_kernel_change_far_below_the_calls_is_not_blamed() -> None:
     old = FakeProfiler.records([("a", 1, 0.5), ("b", 1, 0.01)])
     new = FakeProfiler.records([("a", 1, 0.6), ("b", 1, 0.012)])  # b +20%, but 0.002 of the 0.1 ms
     lines = regression_details(entry(0.51, kernels=old), ENV, CallProfile(kernels=new), current=entry(0.612))
-    assert any(line.startswith("  * a: 0.5 ms -> 0.6 ms") for line in lines)
+    assert any(line.startswith("  * a: 500 us -> 600 us") for line in lines)
     assert not any(line.startswith("  * b:") for line in lines)
 
 

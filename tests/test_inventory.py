@@ -37,8 +37,8 @@ def test_one_kernel_becoming_two_names_the_added_kernel() -> None:
     d = inventory.diff(before, after)
     assert [r.name for r in d.added] == ["triton_poi_fused_mul_1"] and not d.removed and not d.renamed
     lines = inventory.describe(d)
-    assert lines[0] == "now launches 2 kernels per call instead of 1 (+triton_poi_fused_mul_1: 0.21 ms)"
-    assert any(line.startswith("+ triton_poi_fused_mul_1: new, 1 launch, 0.21 ms per call") for line in lines)
+    assert lines[0] == "now launches 2 kernels per call instead of 1 (+triton_poi_fused_mul_1: 210 us)"
+    assert any(line.startswith("+ triton_poi_fused_mul_1: new, 1 launch, 210 us per call") for line in lines)
 
 
 def test_similar_names_pair_as_renamed_and_unrelated_ones_do_not() -> None:
@@ -54,7 +54,7 @@ def test_similar_names_pair_as_renamed_and_unrelated_ones_do_not() -> None:
     assert (
         "~ cutlass_80_simt_sgemm_128x64_8x5_nn_align1 -> cutlass_80_simt_sgemm_256x128_8x4_nn_align1" in text
     )
-    assert "0.3 ms -> 0.45 ms per call (+50%)" in text
+    assert "300 us -> 450 us per call (+50%)" in text
     assert "now launches" not in text  # two before, two after
 
 
@@ -65,7 +65,7 @@ def test_launch_count_and_time_changes_of_the_same_kernel() -> None:
     lines = inventory.describe(d)
     assert lines[0] == "now launches 3 kernels per call instead of 2"
     assert "# copy: 1 -> 2 launches per call" in lines
-    assert any(line.startswith("* gelu_kernel: 0.5 ms -> 1.5 ms per call (+200%)") for line in lines)
+    assert any(line.startswith("* gelu_kernel: 500 us -> 1.5 ms per call (+200%)") for line in lines)
 
 
 def test_noise_sized_time_changes_are_not_reported() -> None:

@@ -124,8 +124,8 @@ def test_regression_message_names_the_added_kernel_and_the_artefacts(profiled: P
         [
             "*performance regression in test_kernels.py::test_kernel on Fake GPU*",
             "*kernels against the baseline's:",
-            "*now launches 2 kernels per call instead of 1 (+triton_poi_fused_mul_1: 0.21 ms)",
-            "*+ triton_poi_fused_mul_1: new, 1 launch, 0.21 ms per call (17% of device time)",
+            "*now launches 2 kernels per call instead of 1 (+triton_poi_fused_mul_1: 210 us)",
+            "*+ triton_poi_fused_mul_1: new, 1 launch, 210 us per call (17% of device time)",
             "*generated code unchanged since the baseline (triton_poi_fused_add_0)",
             "*environment: same as the baseline (torch 2.11.0, driver 580.65)",
             "*profile: .kernelperf/test_kernels.py_test_kernel/default (profile.txt, trace.json)",
@@ -176,7 +176,7 @@ def test_baseline_without_inventory_shows_the_kernels_now(profiled: Profiled) ->
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*kernels now: triton_poi_fused_add_0 (1x, 1 ms), triton_poi_fused_mul_1 (1x, 0.21 ms) "
+            "*kernels now: triton_poi_fused_add_0 (1x, 1 ms), triton_poi_fused_mul_1 (1x, 210 us) "
             "(the baseline has no kernel inventory: record one with --kernelperf-update-baselines)"
         ]
     )

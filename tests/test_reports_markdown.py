@@ -20,16 +20,21 @@ def test_markdown_summary_has_totals_failures_and_one_table_per_test(project: Pr
     assert lines[0] == "### pytest-kernelperf: 3 same, 1 slower, 1 faster, 2 new"
     assert "**Failing:** `test_kernels.py::test_param[b]`" in lines
     assert "#### `test_kernels.py::test_param (Test CPU, scripted, hot cache)`" in lines
-    header = "| Method | Time (ms) | Rounds | Baseline | Change | GB/s | % peak | Verdict |"
+    header = "| Method | Time (ms) | Rounds (ms) | Baseline | Change | GB/s | % peak | Verdict |"
     assert header in lines
     row_b = next(line for line in lines if line.startswith("| b |"))
-    assert "| **+300.0%** |" in row_b and row_b.endswith("| **slower** |")
+    assert "| **+300.0%** |" in row_b and row_b.endswith("| **slower +300.0%** |")
     row_c = next(line for line in lines if line.startswith("| c |"))
-    assert "| -50.0% | 16.7" in row_c and "\\* | 17% |" in row_c and row_c.endswith("| faster |")
+    assert "| -50.0% | 16.7" in row_c and "\\* | 17% |" in row_c and row_c.endswith("| faster -50.0% |")
     # The ratio to the reference is in its own columns ("&lt;=" renders as "<=").
-    assert "| Method | Time (ms) | Rounds | Ref (ms) | Ratio | GB/s | % peak | Verdict |" in lines
-    assert any(line.startswith("| - | 1.2") and "| 1.20x &lt;= 1.5 |" in line for line in lines)
-    assert "\\* bytes inferred from the input and output tensors (pass bytes= to state them)" in lines
+    assert "| Method | Time (ms) | Rounds (ms) | Ref (ms) | Ratio | GB/s | % peak | Verdict |" in lines
+    assert any(line.startswith("| kernel | 1.2") and "| 1.20x &lt;= 1.5 |" in line for line in lines)
+    # The notes under the tables, each once: the mark of inferred bytes, then the numbered ones.
+    assert "- \\* bytes inferred from the input and output tensors (pass bytes= to state them)" in lines
+    new = "- \\[1\\] new: no baseline for this device and cache mode; record one with --kernelperf-update-"
+    assert any(line.startswith(new) for line in lines)
+    assert sum(line.count("new: no baseline") for line in lines) == 1
+    assert sum(line.endswith("| new \\[1\\] |") for line in lines) == 2
     assert "- Test CPU: copy bandwidth 100 GB/s (test)" in lines
     assert "- **Test CPU**: kind cpu, threads 1, torch test" in lines
 

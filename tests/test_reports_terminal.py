@@ -22,17 +22,17 @@ def test_table_grouped_by_module_and_test_with_one_line_total(project: Project) 
             "*= kernelperf =*",
             "test_kernels.py",
             "  test_param (Test CPU, scripted, hot cache)",
-            "    Method  Time (ms)  Rounds*Baseline*Change*GB/s*% peak*Verdict",
+            "    Method  Time (ms)  Rounds (ms)*Baseline*Change*GB/s*% peak*Verdict",
             "    a       1 * 1-1 * 1 * +0.0%  *  same ±3.6%",
-            "    b       4 * 4-4 * 1 * +300.0%  *  slower",
-            "    c       0.5 * 0.5-0.5 * 1 * -50.0%  *  faster",
-            "    d       1 * new",
+            "    b       4 * 4-4 * 1 * +300.0%  *  slower +300.0%",
+            "    c       0.5 * 0.5-0.5 * 1 * -50.0%  *  faster -50.0%",
+            "    d       1 * new [[]1]",
             "  test_named (Test CPU, scripted, hot cache)",
             "    Method  Time (ms)*GB/s*TFLOP/s*",
             "    first   1 *8.[34]*  8%*same ±3.6%",
             "    second  1 *16.[78]*  17%*1.07*same ±3.6%",
             "* bytes inferred from the input and output tensors*",
-            "new: no baseline for this device and cache mode*",
+            "[[]1] new: no baseline for this device and cache mode*",
             "kernelperf: 3 same, 1 slower, 1 faster, 1 new",
         ]
     )
@@ -86,8 +86,8 @@ def _judged(test: str, verdict: Verdict, level_ms: float, detectable: float) -> 
 
 def test_a_same_shows_what_it_could_see_where_that_is_beyond_the_threshold() -> None:
     assert render.verdict_text(_judged("test_a", Verdict.SAME, 0.2, 0.041)) == "same ±4.1%"
-    assert render.verdict_text(_judged("test_a", Verdict.SAME, 0.2, 0.004)) == "same"  # saw the threshold
-    assert render.verdict_text(_judged("test_a", Verdict.SLOWER, 0.2, 0.041)) == "slower"
+    assert render.verdict_text(_judged("test_a", Verdict.SAME, 0.2, 0.004)) == "same ±0.5%"  # the threshold
+    assert render.verdict_text(_judged("test_a", Verdict.SLOWER, 0.2, 0.041)) == "slower +0.0%"
 
 
 def test_the_summary_says_per_size_class_what_the_run_could_detect_and_what_was_not_gated() -> None:
@@ -98,7 +98,7 @@ def test_the_summary_says_per_size_class_what_the_run_could_detect_and_what_was_
         _judged("test_blind", Verdict.UNDETERMINED, 0.4, 0.12),
     ]
     assert render.resolution_lines(results) == [
-        "smallest slowdown this run could detect (95% power; threshold 0.5%): "
+        "smallest slowdown this run could detect (95% power; threshold 0.5%, undetermined beyond 10%): "
         "1 us-10 us: 1 call, median 2%, worst 2%; 100 us-1 ms: 3 calls, median 5%, worst 12%",
         "not gated: 1 undetermined (t.py::test_blind)",
     ]

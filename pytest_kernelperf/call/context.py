@@ -132,6 +132,7 @@ class CallRun:
     # on, and measures only the rounds a further process adds to the first's entry.
     later_recording: bool = False
     clock: Clock = field(default_factory=Clock)
+    function: str | None = None  # the timed callable's name (ids.function_name), for the reports
 
     @property
     def label(self) -> str:
@@ -165,7 +166,7 @@ class CallRun:
 
     def record(self, result: BenchResult) -> BenchResult:
         """The result, with the seconds of the call's phases so far, to the host's results."""
-        result = replace(result, cost=self.clock.call_cost())
+        result = replace(result, cost=self.clock.call_cost(), function=result.function or self.function)
         self.host.record(result)
         return result
 

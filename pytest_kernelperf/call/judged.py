@@ -55,6 +55,7 @@ from pytest_kernelperf.verdict.messages import (
     against_message,
     memory_failure,
     not_judged,
+    not_judged_warning,
     occasion_refused,
     ratio_message,
     regression_message,
@@ -316,7 +317,7 @@ def enforce(
         elif Failure.UNDETERMINED in found:
             defer(undetermined_pair(why))
         if result.verdict is not Verdict.NEW:  # never silently: new is counted in the summary
-            run.host.warn(why)
+            run.host.warn(not_judged_warning(result))  # one line: the reason is the table's note
     # A slower launch path (host latency) never fails a test: it is listed under the summary
     # table (results/render.py), one line per call, instead of one warning per test.
 

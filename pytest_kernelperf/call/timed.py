@@ -14,6 +14,7 @@ from typing import Any
 from pytest_kernelperf.call.context import CallRun, Measurement, Rounds
 from pytest_kernelperf.call.counterpart import Counterpart, pairs_wanted
 from pytest_kernelperf.call.spec import CallSpec, bind, restorer
+from pytest_kernelperf.formatting import duration
 from pytest_kernelperf.measure import placement
 from pytest_kernelperf.measure.clock import active
 from pytest_kernelperf.measure.interleave import OtherFailed, interleaved
@@ -199,8 +200,8 @@ def _sensitive(metric: Metric) -> tuple[str, ...]:
     if not noise.placement_sensitive(rounds, metric.method):
         return ()
     return (
-        f"placement-sensitive: {min(rounds):.4g}-{max(rounds):.4g} ms across {len(rounds)} memory placements "
-        f"(the level judged is their mean)",
+        f"placement-sensitive: {duration(min(rounds))} to {duration(max(rounds))} across {len(rounds)} "
+        "memory placements (the level judged is their mean)",
     )
 
 

@@ -461,6 +461,8 @@ class BenchResult:
     # What differs between the baseline's environment and this run's ("driver 570 -> 580"); empty:
     # nothing of note; None: no baseline to compare with.
     environment_changes: tuple[str, ...] | None = None
+    # The timed callable's name (`gelu`, `Block.forward`): what a report's row calls an unnamed call.
+    function: str | None = None
 
     @property
     def label(self) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pytest_kernelperf.formatting import artifact_line
+from pytest_kernelperf.formatting import artifact_line, duration
 from pytest_kernelperf.model.baseline import BaselineEntry
 from pytest_kernelperf.model.call import KernelRecord
 from pytest_kernelperf.profiling import compile_context, envdiff, inventory, ncu_diff
@@ -24,7 +24,7 @@ UPDATE_FLAG = "--kernelperf-update-baselines"
 
 def _top(kernels: Sequence[KernelRecord], count: int = 3) -> str:
     ordered = sorted(kernels, key=lambda k: (-k.per_call_ms, k.name))
-    text = ", ".join(f"{k.name} ({k.launches}x, {k.per_call_ms:.3g} ms)" for k in ordered[:count])
+    text = ", ".join(f"{k.name} ({k.launches}x, {duration(k.per_call_ms, 3)})" for k in ordered[:count])
     return text + (f", and {len(ordered) - count} more" if len(ordered) > count else "")
 
 

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from pytest_kernelperf.formatting import significant
+from pytest_kernelperf.formatting import duration, significant
 from pytest_kernelperf.model.call import KernelRecord
 
 MAX_KERNELS = 24
@@ -192,7 +192,7 @@ def diff(
 
 
 def _ms(value: float) -> str:
-    return f"{value:.3g} ms"
+    return duration(value, 3)
 
 
 def _plural(count: int, word: str) -> str:
@@ -277,7 +277,7 @@ def _outside(d: InventoryDiff, launched: int) -> str:
     kernels = after - before
     call = call_after - call_before
     call_figures = (
-        f"{call_before:.4g} ms -> {call_after:.4g} ms ({_delta_ms(call)}, {_percent(*d.overall_ms)})"
+        f"{duration(call_before)} -> {duration(call_after)} ({_delta_ms(call)}, {_percent(*d.overall_ms)})"
     )
     figures = (
         f"{same}; their time per call {_ms(before)} -> {_ms(after)} ({_delta_ms(kernels)}) against "
@@ -291,7 +291,7 @@ def _outside(d: InventoryDiff, launched: int) -> str:
     share = round(kernels / call * 100)
     if share < OUTSIDE_SHARE:
         return f"{figures}: the kernels account for {share}% of the call's change, {outside}"
-    small = f"{NOISE_REL:.0%} of its time, {TIME_CHANGE_MS * 1e3:g} us or a quarter of the call's change"
+    small = f"{NOISE_REL:.0%} of its time, {duration(TIME_CHANGE_MS)} or a quarter of the call's change"
     return (
         f"{figures}: the kernels account for {share}% of the call's change, so the slowdown is in the "
         f"kernels, though no one kernel's change is large enough to name (each is under {small})"
@@ -299,7 +299,7 @@ def _outside(d: InventoryDiff, launched: int) -> str:
 
 
 def _delta_ms(value: float) -> str:
-    return f"{value:+.3g} ms"
+    return ("+" if value >= 0 else "") + duration(value, 3)
 
 
 def describe_code(d: InventoryDiff) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pytest_kernelperf.formatting import duration
 from pytest_kernelperf.model.counters import ADDITIVE, BY_KEY, COUNTERS, Counter, KernelCounters
 
 INDENT = "  "
@@ -40,10 +41,7 @@ def value_text(counter: Counter, value: float) -> str:
                 return f"{value / size:.3g} {unit}"
         return f"{value:.0f} B"
     if counter.kind == "ns":
-        for unit, size in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-            if value >= size:
-                return f"{value / size:.3g} {unit}"
-        return f"{value:.0f} ns"
+        return duration(value / 1e6, 3)
     if counter.kind == "pct":
         return f"{value:.0f}%"
     if counter.kind == "count":

@@ -5,27 +5,36 @@ then by test; a test that times several implementations (several names, or one p
 reads as one table, like the lecture's "Method | Time (ms)". Cells carry a style name ("bad",
 "good", "warn") instead of colours: the plugin maps styles onto pytest's terminal markup, which
 honours `--color` and plain terminals, and markdown onto bold text.
+
+A cell holds a word and a number (`undetermined ±12%`, `slower +4.1%`); the reasons and remedies
+are numbered notes under the tables (results/footnotes.py), each printed once however many rows
+cite it, so that a terminal row stays within MAX_ROW characters and reads at a glance.
 """
 
 from __future__ import annotations
 
 import re
 import statistics
+import textwrap
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_kernelperf.baselines.store import FileUpdate
-from pytest_kernelperf.formatting import artifact_line, significant
+from pytest_kernelperf.formatting import artifact_line, duration, percent, significant
 from pytest_kernelperf.ids import display_name
 from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, split_nodeid
 from pytest_kernelperf.model.device import Peak
-from pytest_kernelperf.model.result import MEASURED_TWICE, NOT_GATED, BenchResult, Verdict
+from pytest_kernelperf.model.result import JUDGEMENTS, MEASURED_TWICE, NOT_GATED, BenchResult, Verdict
 from pytest_kernelperf.profiling import ncu_diff
+from pytest_kernelperf.results.footnotes import Footnotes, cited
 from pytest_kernelperf.results.throughput import Figures, figures
+from pytest_kernelperf.verdict.judge import undetermined_beyond
 from pytest_kernelperf.verdict.memory import memory_text
+from pytest_kernelperf.verdict.messages import change_figure, verdict_figure
 from pytest_kernelperf.verdict.noise import size_class
+from pytest_kernelperf.verdict.notes import reason_notes
 from pytest_kernelperf.verdict.occasions import ADD_OCCASION, needs_occasions
 from pytest_kernelperf.verdict.shift import device_shifts
 
@@ -45,9 +54,13 @@ VERDICT_STYLE = {
 # Verdicts of calls that were not timed: their rows carry no device, timer or cache.
 UNTIMED = (Verdict.CHECKED, Verdict.MISMATCH)
 CACHE_NOTE = "in cache: the call's bytes fit in the device's cache, so % of memory bandwidth does not apply"
-INFERRED_NOTE = "* bytes inferred from the input and output tensors (pass bytes= to state them)"
+INFERRED_NOTE = "bytes inferred from the input and output tensors (pass bytes= to state them)"
+INFERRED_MARK = "*"
 CLOCK_MARK = "~"  # a change adjusted for the clock (clock_lines says the time's)
 NEW_NOTE = "new: no baseline for this device and cache mode; record one with --kernelperf-update-baselines"
+# The widest a terminal table row may be: the Method column gives way (shortened in its middle).
+MAX_ROW = 140
+MIN_METHOD = 16  # the narrowest a shortened Method cell gets
 TOTAL_ORDER = (
     Verdict.SAME,
     Verdict.SLOWER,
@@ -62,14 +75,15 @@ TOTAL_ORDER = (
 
 
 def group_key(result: BenchResult) -> tuple[str, str]:
-    """(test without parameters, row label): parametrized variants of one test share a table."""
+    """(test without parameters, row label): parametrized variants of one test share a table. A
+    row is labelled by its parameters and name, else by the timed function's name (`gelu`)."""
     match = _PARAMS.search(result.nodeid)
     base = result.nodeid[: match.start()] if match else result.nodeid
     row = match["param"] if match else ""
     if result.name:
         name = display_name(result.name)  # a 500-character name must not widen every row
         row = f"{row}/{name}" if row else name
-    return base, row or "-"
+    return base, row or (display_name(result.function) if result.function else "-")
 
 
 def grouped(
@@ -89,9 +103,7 @@ def _ms(value: float | None) -> str:
 
 
 def change_text(value: float | None) -> str:
-    if value is None:
-        return ""
-    return "+0.0%" if abs(value) < 0.05 else f"{value:+.1f}%"  # never "-0.0%"
+    return change_figure(value)  # never "-0.0%"
 
 
 def totals(results: Iterable[BenchResult]) -> str:
@@ -122,8 +134,9 @@ class Cell:
 COLUMNS = (
     "Method",
     "Time (ms)",
-    "Rounds",
+    "Rounds (ms)",
     "Base (ms)",
+    "Pairs",
     "Baseline",
     "Change",
     "Ref (ms)",
@@ -142,26 +155,26 @@ _ALWAYS = ("Method", "Time (ms)", "Verdict")
 _SHARED = ("Device", "Timer", "Cache")
 
 
-def percent(fraction: float) -> str:
-    """A relative figure as a reader takes it in: 4.1%, 12%, 0.71%."""
-    return f"{fraction * 100:.2g}%"
+def verdict_notes(result: BenchResult) -> list[str]:
+    """The notes a row's verdict cites: an untimed call's first note (why it was only checked, or
+    its mismatch), a new call's hint, else its comparison's reason as notes (verdict/notes.py), the
+    remedies among them shared with every row that has them. A `same` cites none: its number says
+    what it could see, and a judged pair's reason is its Pairs, Change and number."""
+    if result.verdict in UNTIMED:
+        return list(result.notes[:1])
+    comparison = result.comparison
+    if result.verdict is Verdict.NEW and result.against is None:
+        return [NEW_NOTE]
+    paired = result.against is not None and result.against.timed
+    if comparison is None or result.verdict is Verdict.SAME or (paired and result.verdict in JUDGEMENTS):
+        return []
+    return reason_notes(comparison)
 
 
-def verdict_text(result: BenchResult) -> str:
-    text = str(result.verdict)
-    resolution = result.comparison.resolution() if result.comparison is not None else None
-    if resolution is not None:
-        text += f" ±{percent(resolution)}"
-    if result.verdict in UNTIMED and result.notes:
-        text += f" ({result.notes[0]})"
-    elif (
-        result.comparison is not None
-        and result.comparison.reason
-        # NEW's reason is one footnote, but for the revision's: what it lacks
-        and (result.verdict not in (Verdict.SAME, Verdict.NEW) or result.against is not None)
-    ):
-        text += f" ({result.comparison.reason})"
-    return text
+def verdict_text(result: BenchResult, notes: Footnotes | None = None) -> str:
+    """The verdict's cell: its word and number, and the notes it cites (`undetermined ±12% [1]`)."""
+    notes = notes if notes is not None else Footnotes()
+    return cited(verdict_figure(result), notes.cite(*verdict_notes(result)))
 
 
 def memory_cell(result: BenchResult) -> Cell:
@@ -172,42 +185,48 @@ def memory_cell(result: BenchResult) -> Cell:
     return Cell(memory_text(memory), "bad" if memory.exceeded else "")
 
 
-def ratio_cell(result: BenchResult) -> Cell:
+def ratio_cell(result: BenchResult, notes: Footnotes) -> Cell:
     check = result.ratio
     if check is None:
         return Cell("")
     if check.exceeded:
         return Cell(check.describe(), "bad")
     if check.ratio > check.max_ratio:  # beyond the limit but not significant, or not comparable
-        return Cell(f"{check.describe()} ({check.reason})", "warn")
+        return Cell(cited(check.describe(), notes.cite(check.reason)), "warn")
     return Cell(check.describe())
 
 
-def row_cells(label: str, result: BenchResult, peaks: Mapping[str, Peak]) -> dict[str, Cell]:
+def row_cells(
+    label: str, result: BenchResult, peaks: Mapping[str, Peak], notes: Footnotes | None = None
+) -> dict[str, Cell]:
+    """A result's cells; the notes they cite numbered in `notes`."""
+    notes = notes if notes is not None else Footnotes()
     fig = figures(result, peaks.get(result.device))
     style = VERDICT_STYLE.get(result.verdict, "")
     against = result.against
+    inferred = notes.mark(INFERRED_NOTE, INFERRED_MARK) if fig.gb_per_s and fig.bytes_inferred else ""
     return {
         "Method": Cell(label),
         "Time (ms)": Cell(_ms(result.median_ms)),
-        "Rounds": Cell(f"{result.ci_ms[0]:.4g}-{result.ci_ms[1]:.4g}" if result.ci_ms else ""),
+        "Rounds (ms)": Cell(f"{result.ci_ms[0]:.4g}-{result.ci_ms[1]:.4g}" if result.ci_ms else ""),
         "Base (ms)": Cell(_ms(against.median_ms) if against and against.timed else ""),
+        "Pairs": Cell(str(len(against.rounds_ms)) if against and against.timed else ""),
         "Baseline": Cell(_ms(result.baseline_ms) if result.baseline_ms is not None and not against else ""),
         "Change": Cell(
             change_text(result.change_pct) + (CLOCK_MARK if _time_change_pct(result) is not None else ""),
             style,
         ),
         "Ref (ms)": Cell(_ms(result.ratio.reference_median_ms) if result.ratio else ""),
-        "Ratio": ratio_cell(result),
-        "GB/s": Cell(f"{fig.gb_per_s:.4g}{'*' if fig.bytes_inferred else ''}" if fig.gb_per_s else ""),
-        "% peak": Cell(_peak_cell(fig)),
+        "Ratio": ratio_cell(result, notes),
+        "GB/s": Cell(f"{fig.gb_per_s:.4g}{inferred}" if fig.gb_per_s else ""),
+        "% peak": Cell(_peak_cell(fig, notes)),
         "TFLOP/s": Cell(f"{fig.tflop_per_s:.4g}" if fig.tflop_per_s else ""),
         "Host (ms)": Cell(_ms(result.host_median_ms) if result.host_median_ms is not None else ""),
         "Memory": memory_cell(result),
         "Device": Cell(result.device),
         "Timer": Cell(result.method or "-"),
         "Cache": Cell(result.cache),
-        "Verdict": Cell(verdict_text(result), style),
+        "Verdict": Cell(verdict_text(result, notes), style),
     }
 
 
@@ -228,12 +247,16 @@ class Group:
         return f"{self.test} ({', '.join(shared)})" if shared else self.test
 
 
-def groups(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | None = None) -> list[Group]:
+def groups(
+    results: Sequence[BenchResult], peaks: Mapping[str, Peak] | None = None, notes: Footnotes | None = None
+) -> list[Group]:
+    """The results' tables, one per test; the notes their cells cite numbered in `notes`."""
     peaks = peaks or {}
+    notes = notes if notes is not None else Footnotes()
     out = []
     for module, tests in grouped(results).items():
         for test, members in tests.items():
-            rows = [row_cells(label, r, peaks) for label, r in members]
+            rows = [row_cells(label, r, peaks, notes) for label, r in members]
             timed = [row for row, (_, r) in zip(rows, members, strict=True) if r.verdict not in UNTIMED]
             shared = {}
             for column in _SHARED:
@@ -256,20 +279,22 @@ def groups(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | None = No
 
 
 def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | None = None) -> list[Line]:
-    """The summary table, grouped by module and test, as styled segments."""
+    """The summary table, grouped by module and test, as styled segments: every row within
+    MAX_ROW characters, then the notes its cells cite, then what the run could see."""
     if not results:
         return []
     lines: list[Line] = []
     module = None
-    inferred = False
-    for group in groups(results, peaks):
+    notes = Footnotes()
+    for group in groups(results, peaks, notes):
         if group.module != module:
             module = group.module
             lines.append(((module, "bold"),))
         lines.append((("  " + group.heading, ""),))
-        widths = {c: max(len(c), *(len(row[c].text) for row in group.rows)) for c in group.columns}
+        rows = _fitted(group, notes)
+        widths = {c: max(len(c), *(len(row[c].text) for row in rows)) for c in group.columns}
         lines.append((("    " + "  ".join(c.ljust(widths[c]) for c in group.columns).rstrip(), "dim"),))
-        for row in group.rows:
+        for row in rows:
             segments: list[Segment] = [("    ", "")]
             for i, column in enumerate(group.columns):
                 cell = row[column]
@@ -278,23 +303,66 @@ def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | Non
                 if not last:
                     segments.append(("  ", ""))
             lines.append(tuple(segments))
-        inferred = inferred or any(r.bytes_inferred and r.bytes for r in group.results)
-    if inferred:
-        lines.append(((INFERRED_NOTE, "dim"),))
-    if _any_in_cache(results, peaks or {}):
-        lines.append(((CACHE_NOTE, "dim"),))
-    if any(r.verdict is Verdict.NEW and r.against is None for r in results):
-        lines.append(((NEW_NOTE, "dim"),))
-    lines.extend(((line, "dim"),) for line in resolution_lines(results))
-    lines.extend(((line, "dim"),) for line in against_lines(results))
-    lines.extend(((line, "warn"),) for line in host_lines(results))
-    lines.extend(((line, "dim"),) for line in clock_lines(results))
-    lines.extend(((line, "warn"),) for line in second_measurement_lines(results))
-    lines.extend(((line, "warn"),) for line in shift_lines(results))
+    for label, note in notes.entries():
+        lines.extend(_wrapped(f"{label} {note}", "dim", indent=len(label) + 1))
+    for text, style in (
+        *((line, "dim") for line in resolution_lines(results)),
+        *((line, "dim") for line in against_lines(results)),
+        *((line, "warn") for line in host_lines(results)),
+        *((line, "dim") for line in clock_lines(results)),
+        *((line, "warn") for line in second_measurement_lines(results)),
+        *((line, "warn") for line in shift_lines(results)),
+    ):
+        lines.extend(_wrapped(text, style))
     overall = totals(results)
     worst = "bad" if any(_failing(r) for r in results) else ""
     lines.append((("kernelperf: ", "bold"), (overall, worst or "bold")))
     return lines
+
+
+def _wrapped(text: str, style: str, indent: int = 2) -> list[Line]:
+    """A line under the tables, wrapped within MAX_ROW characters (its own lines kept), the lines
+    after its first indented; a word longer than a line (a node id) is never split."""
+    out: list[Line] = []
+    for paragraph in text.splitlines() or [""]:
+        pieces = textwrap.wrap(
+            paragraph,
+            MAX_ROW,
+            subsequent_indent=" " * indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        out.extend(((piece, style),) for piece in pieces or [""])
+    return out
+
+
+def _fitted(group: Group, notes: Footnotes) -> list[dict[str, Cell]]:
+    """The group's rows with their Method cells shortened in the middle where a row would be wider
+    than MAX_ROW; labels that would then read alike cite a note with the whole label."""
+    rest = {c: max(len(c), *(len(row[c].text) for row in group.rows)) for c in group.columns if c != "Method"}
+    room = MAX_ROW - 4 - sum(rest.values()) - 2 * (len(group.columns) - 1)
+    room = max(room, MIN_METHOD, len("Method"))
+    labels = [row["Method"].text for row in group.rows]
+    if all(len(label) <= room for label in labels):
+        return group.rows
+    short = [_middle_cut(label, room) for label in labels]
+    alike = {s for s in short if short.count(s) > 1}
+    out = []
+    for row, label, cut in zip(group.rows, labels, short, strict=True):
+        text = cut
+        if cut in alike and cut != label:  # the whole label in a note, cited
+            text = cited(_middle_cut(label, max(room - 6, 8)), notes.cite(label))
+        out.append({**row, "Method": Cell(text, row["Method"].style)})
+    return out
+
+
+def _middle_cut(text: str, width: int) -> str:
+    """`text` within `width` characters, its middle left out (parameters differ at both ends)."""
+    if len(text) <= width:
+        return text
+    head = (width - 1 + 1) // 2
+    tail = width - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail > 0 else "")
 
 
 def resolution_lines(results: Sequence[BenchResult]) -> list[str]:
@@ -318,7 +386,10 @@ def resolution_lines(results: Sequence[BenchResult]) -> list[str]:
         median, worst = percent(statistics.median(seen)), percent(max(seen))
         parts.append(f"{label}: {calls}, median {median}, worst {worst}")
     if parts:
-        floor = f"; threshold {percent(threshold)}" if threshold is not None else ""
+        floor = ""
+        if threshold is not None:  # the threshold fails a test; the bar turns a `same` undetermined
+            bar = undetermined_beyond(threshold)
+            floor = f"; threshold {percent(threshold, 3)}, undetermined beyond {percent(bar, 3)}"
         lines.append(f"smallest slowdown this run could detect (95% power{floor}): " + "; ".join(parts))
     undetermined = [
         r.label + "".join(f" ({n.removeprefix(NOT_GATED)})" for n in r.notes if n.startswith(NOT_GATED))
@@ -337,7 +408,7 @@ def against_lines(results: Sequence[BenchResult]) -> list[str]:
     placed = " (each pair at one memory placement)" if any(r.placements for r in results) else ""
     lines = [
         f"Base (ms): the same function at {revision}, timed in this process in rounds paired with "
-        f"this code's{placed}; Change and Verdict judge the pair"
+        f"this code's{placed} (Pairs: how many); Change and Verdict judge the pairs"
         if revision in paired
         else f"no call was paired with {revision}: nothing was compared (each row says why)"
         for revision in revisions
@@ -435,12 +506,12 @@ def host_lines(results: Sequence[BenchResult]) -> list[str]:
     never fails a test (device time decides), so it is told here once rather than warned per test."""
     lines = []
     for result in results:
-        host = result.host_comparison
-        if host is None or host.verdict is not Verdict.SLOWER or result.host_median_ms is None:
+        host, now, then = result.host_comparison, result.host_median_ms, result.host_baseline_ms
+        if host is None or host.verdict is not Verdict.SLOWER or now is None or then is None:
             continue
         lines.append(
-            f"host latency slower: {result.label}: {result.host_median_ms:.4g} ms per call vs baseline "
-            f"{result.host_baseline_ms:.4g} ms ({result.host_change_pct:+.1f}%): the launch path got slower"
+            f"host latency slower: {result.label}: {duration(now)} per call vs baseline {duration(then)} "
+            f"({result.host_change_pct:+.1f}%): the launch path got slower"
         )
     return lines
 
@@ -449,9 +520,9 @@ def _any_in_cache(results: Sequence[BenchResult], peaks: Mapping[str, Peak]) -> 
     return any(figures(r, peaks.get(r.device)).cache_resident for r in results)
 
 
-def _peak_cell(fig: Figures) -> str:
+def _peak_cell(fig: Figures, notes: Footnotes) -> str:
     if fig.cache_resident:
-        return "in cache"
+        return cited("in cache", notes.cite(CACHE_NOTE))
     return f"{fig.peak_fraction:.0%}" if fig.peak_fraction is not None else ""
 
 
@@ -557,8 +628,8 @@ def markdown(
     if failing:
         lines.append("**Failing:** " + ", ".join(_code(r.label) for r in failing))
         lines.append("")
-    inferred = False
-    for group in groups(results, peaks):
+    notes = Footnotes()
+    for group in groups(results, peaks, notes):
         lines.append(f"#### {_code(f'{group.module}::{group.heading}')}")
         lines.append("")
         lines.append("| " + " | ".join(group.columns) + " |")
@@ -568,13 +639,7 @@ def markdown(
         for row in group.rows:
             lines.append("| " + " | ".join(_md_cell(row[c]) for c in group.columns) + " |")
         lines.append("")
-        inferred = inferred or any(r.bytes_inferred and r.bytes for r in group.results)
-    if inferred:
-        lines.extend([INFERRED_NOTE.replace("* ", "\\* ", 1), ""])
-    if _any_in_cache(results, peaks or {}):
-        lines.extend([CACHE_NOTE, ""])
-    if any(r.verdict is Verdict.NEW and r.against is None for r in results):
-        lines.extend([NEW_NOTE.replace("--", "`--", 1) + "`", ""])
+    lines.extend(markdown_notes(notes))
     for line in clock_lines(results):
         lines.extend([line.replace(CLOCK_MARK, "\\" + CLOCK_MARK, 1), ""])
     for line in (*resolution_lines(results), *against_lines(results)):
@@ -591,6 +656,14 @@ def markdown(
             lines.append(f"- {_md(line)}")
         lines.extend(["", "</details>", ""])
     return "\n".join(lines)
+
+
+def markdown_notes(notes: Footnotes) -> list[str]:
+    """The notes the tables' cells cite, as a list under them (`[1] ...`), each once."""
+    entries = notes.entries()
+    if not entries:
+        return []
+    return [*(f"- {_md(label)} {_md(note)}" for label, note in entries), ""]
 
 
 def counter_markdown(results: Sequence[BenchResult]) -> list[str]:

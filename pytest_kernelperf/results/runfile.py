@@ -287,6 +287,7 @@ def result_to_dict(result: BenchResult, peak: Peak | None = None) -> dict[str, A
     return {
         "nodeid": result.nodeid,
         "name": result.name,
+        "function": result.function,
         "module": result.module,  # derived
         "test_id": result.test_id,  # derived
         "device": result.device,
@@ -730,6 +731,7 @@ def result_from_dict(data: Any, source: str = "<json>", where: str = "result") -
     return BenchResult(
         nodeid=reader.req_text("nodeid"),
         name=reader.text("name", optional=True),
+        function=reader.text("function", optional=True),
         device=reader.req_text("device"),
         verdict=reader.verdict("verdict"),
         cache=reader.req_text("cache"),
@@ -872,7 +874,7 @@ READABLE_VERSIONS = (SCHEMA_VERSION,)
 _BAD_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 # The fields that name a measurement (and are printed in one line of a table): no control at all.
 _BAD_NAME = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-_NAME_FIELDS = frozenset({"nodeid", "name", "module", "test_id", "device", "cache"})
+_NAME_FIELDS = frozenset({"nodeid", "name", "function", "module", "test_id", "device", "cache"})
 
 
 class _OutOfRange:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pytest_kernelperf.formatting import duration
 from pytest_kernelperf.model.names import HOST_PATH_METHODS
 from pytest_kernelperf.model.result import Verdict
 from pytest_kernelperf.verdict.messages import UPDATE_HINT
@@ -50,7 +51,7 @@ def spread(rounds_ms: Sequence[float]) -> float:
 
 
 def _spread_text(rounds_ms: Sequence[float]) -> str:
-    return f"{spread(rounds_ms):.3g}x apart ({min(rounds_ms):.4g} to {max(rounds_ms):.4g} ms)"
+    return f"{spread(rounds_ms):.3g}x apart ({duration(min(rounds_ms))} to {duration(max(rounds_ms))})"
 
 
 def _busy_text(load_per_core: float) -> str:

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, TypedDict
 
+from pytest_kernelperf.formatting import duration, percent
 from pytest_kernelperf.model.result import POWER, Comparison, Throttling, Verdict
 from pytest_kernelperf.verdict import busy_host, noise, occasions
 from pytest_kernelperf.verdict import prior as prior_mod
@@ -211,7 +212,7 @@ def judge(current: Rounds, baseline: Rounds | None, **options: Unpack[JudgeOptio
         verdict, note = _throttled(verdict, test, threshold, throttling, time_ratio)
         notes.insert(0, note)
     elif verdict is Verdict.SAME and ratio > 1 + threshold:
-        notes.append("beyond the threshold, not significant")
+        notes.append(NOT_SIGNIFICANT)
     verdict, note = busy_host.judged_on_host(
         verdict, current.rounds_ms, baseline.rounds_ms, options.get("host_load"), baseline_name
     )
@@ -332,6 +333,8 @@ def _throttled(
 # placement-sensitive histogram 15-43%, a loaded CPU 700%.
 UNDETERMINED_FACTOR = 4.0
 UNDETERMINED_FLOOR = 0.10
+# The note of a `same` whose change lies beyond the threshold without the evidence for it.
+NOT_SIGNIFICANT = "beyond the threshold, not significant"
 # The remedy follows where the test's uncertainty lies: in the rounds, more rounds shrink it; in how
 # far a level moves between processes and occasions (an NVRTC SAXPY held in L2 on an H200: its rounds
 # 2.3% apart, its processes' levels 1.5% beyond that), only more of those or the pairing do.
@@ -352,15 +355,25 @@ def undetermined_beyond(threshold: float) -> float:
     return max(UNDETERMINED_FACTOR * threshold, UNDETERMINED_FLOOR)
 
 
-def undetermined(verdict: Verdict, detectable: float, threshold: float, remedy: str) -> tuple[Verdict, str]:
-    """`same` turned `undetermined` where the test could not have seen a change that matters."""
+def undetermined_note(threshold: float, remedy: str) -> str:
+    """Why a call is `undetermined` and what to do, the same words for every call of a threshold
+    (each report prints it once): the call's own figure, the smallest slowdown it could detect, is
+    the `±` beside its verdict. The bar and the threshold are named apart: the threshold fails a
+    test, the bar says how far a `same` may see."""
     bar = undetermined_beyond(threshold)
-    if verdict is not Verdict.SAME or not detectable > bar:
-        return verdict, ""
-    return Verdict.UNDETERMINED, (
-        f"undetermined: the smallest slowdown this test detects is {detectable:.1%}, beyond {bar:.0%}; "
+    return (
+        f"undetermined: the smallest slowdown this test could detect (the ± of its verdict) is beyond "
+        f"{percent(bar, 3)}, the most a `same` may leave unseen ({UNDETERMINED_FACTOR:g}x the "
+        f"{percent(threshold, 3)} threshold that fails a test, at least {percent(UNDETERMINED_FLOOR)}); "
         f"for a verdict: {remedy}"
     )
+
+
+def undetermined(verdict: Verdict, detectable: float, threshold: float, remedy: str) -> tuple[Verdict, str]:
+    """`same` turned `undetermined` where the test could not have seen a change that matters."""
+    if verdict is not Verdict.SAME or not detectable > undetermined_beyond(threshold):
+        return verdict, ""
+    return Verdict.UNDETERMINED, undetermined_note(threshold, remedy)
 
 
 @dataclass(frozen=True)
@@ -513,7 +526,7 @@ def _between_processes(
     if quantised > sp2 and round_var < quantised / 4:
         sp2 = quantised
         df_process = KNOWN_DF  # the step is known, not estimated
-        source += f"; raised to {math.sqrt(quantised):.2%} by the timer's {step * 1e6:.3g} ns step"
+        source += f"; raised to {math.sqrt(quantised):.2%} by the timer's {duration(step, 2)} step"
     return sp2, df_process, source
 
 

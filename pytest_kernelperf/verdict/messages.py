@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_kernelperf.formatting import duration, percent
 from pytest_kernelperf.model.baseline import BaselineEntry
 from pytest_kernelperf.model.result import MEMORY_FLOOR_BYTES, BenchResult, MemoryCheck, RatioCheck, Verdict
 from pytest_kernelperf.verdict.memory import format_bytes
@@ -27,15 +28,15 @@ def regression_message(
     threshold = comparison.threshold or 0.0
     rounds = result.rounds_ms
     spread = (
-        f"; this run's {len(rounds)} rounds {min(rounds):.4g}-{max(rounds):.4g} ms"
-        + (f", timer step {result.resolution_ms * 1e6:.3g} ns" if result.resolution_ms else "")
+        f"; this run's {len(rounds)} rounds {duration(min(rounds))} to {duration(max(rounds))}"
+        + (f", timer step {duration(result.resolution_ms, 2)}" if result.resolution_ms else "")
         if rounds
         else ""
     )
     return (
         f"performance regression in {result.label} on {result.device}: "
-        f"{result.median_ms:.4g} ms vs baseline {base.level_ms:.4g} ms "
-        f"({comparison.change()}, practical floor {threshold * 100:g}%).\n"
+        f"{duration(result.median_ms)} vs baseline {duration(base.level_ms)} "
+        f"({comparison.change()}, beyond the {percent(threshold, 3)} threshold).\n"
         f"  evidence: {comparison.evidence()}{spread}.\n"
         f"  method: {result.method}, {result.cache} cache; baseline: {path} (recorded {baseline.recorded}).\n"
         + "".join(f"  {line}\n" for line in details)
@@ -53,8 +54,8 @@ def against_message(result: BenchResult) -> str:
     placed = ", each pair at one memory placement" if result.placements else ""
     return (
         f"performance regression in {result.label} on {result.device}: "
-        f"{result.median_ms:.4g} ms vs {check.median_ms:.4g} ms at {check.revision} "
-        f"({comparison.change()}, practical floor {threshold * 100:g}%).\n"
+        f"{duration(result.median_ms)} vs {duration(check.median_ms)} at {check.revision} "
+        f"({comparison.change()}, beyond the {percent(threshold, 3)} threshold).\n"
         f"  evidence: {comparison.evidence()}.\n"
         f"  method: {result.method}, {result.cache} cache; both timed in this process in "
         f"{len(check.rounds_ms)} paired rounds{placed}; {check.where} loaded from {check.commit}{answers}.\n"
@@ -82,6 +83,53 @@ def occasion_refused(result: BenchResult, path: Path, why: str) -> str:
     )
 
 
+def verdict_figure(result: BenchResult) -> str:
+    """A verdict as a word and its number: `same ±6.3%` and `undetermined ±12%` (the smallest
+    slowdown the judgement could detect), `slower +4.1%`, `faster -20.0%`, `unreliable +5.0%` (the
+    change); the word alone where there is no number (`new`, `checked`, `mismatch`)."""
+    comparison = result.comparison
+    word = str(result.verdict)
+    if comparison is None:
+        return word
+    if result.verdict in (Verdict.SAME, Verdict.UNDETERMINED):
+        seen = comparison.detectable
+        if seen is None and comparison.sequential is not None:
+            seen = comparison.sequential.resolution
+        if seen is not None and comparison.threshold is not None:
+            seen = max(seen, comparison.threshold)  # it saw the threshold: nothing finer is promised
+        return f"{word} ±{percent(seen)}" if seen is not None and math.isfinite(seen) else word
+    if (
+        result.verdict in (Verdict.SLOWER, Verdict.FASTER, Verdict.UNRELIABLE)
+        and comparison.ratio is not None
+    ):
+        return f"{word} {change_figure(comparison.change_pct)}"
+    return word
+
+
+def change_figure(pct: float | None) -> str:
+    """A change in percent as the tables write it: +4.1%, -50.0%, +0.0% (never -0.0%); "" for None."""
+    if pct is None:
+        return ""
+    return "+0.0%" if abs(pct) < 0.05 else f"{pct:+.1f}%"
+
+
+# Where a warning of a call not judged sends its reader: the report's notes hold the reason and
+# the remedy, once however many calls cite them.
+SEE_THE_NOTES = "see the notes under the kernelperf table"
+
+
+def not_judged_warning(result: BenchResult) -> str:
+    """The one line a pytest warning says of a call not judged (undetermined, unreliable,
+    incomparable, or a pair that could not be compared): its verdict and number, and where the
+    reason is. The reason itself is the table's note (and the failure's text, where one fails)."""
+    where = f" against {result.against.revision}" if result.against is not None else ""
+    change = result.change_pct
+    if result.verdict is Verdict.UNDETERMINED:
+        moved = f" (change {change_figure(change)})" if change is not None else ""
+        return f"{result.label}: {verdict_figure(result)}{moved}{where}: not gated; {SEE_THE_NOTES}"
+    return f"{result.label}: {verdict_figure(result)}{where}: not judged; {SEE_THE_NOTES}"
+
+
 def not_judged(result: BenchResult, path: Path, cache: str) -> str:
     """Why a timed call was not judged: no baseline (with the update hint), unreliable, incomparable."""
     comparison = result.comparison
@@ -91,11 +139,10 @@ def not_judged(result: BenchResult, path: Path, cache: str) -> str:
     if result.verdict is Verdict.NEW:
         return f"no baseline for {result.label} on {result.device} ({cache} cache) in {path}; {UPDATE_HINT}"
     reason = comparison.reason if comparison else ""
+    change = f" {change_figure(result.change_pct)}" if result.change_pct is not None else ""
     if result.verdict is Verdict.UNDETERMINED:
-        change = f" {comparison.change_pct:+.1f}%" if comparison and comparison.change_pct is not None else ""
-        return f"UNDETERMINED: {result.label} on {result.device}{change}: {reason}"
+        return f"UNDETERMINED: {result.label} on {result.device}{change}, {verdict_figure(result)}: {reason}"
     if result.verdict is Verdict.UNRELIABLE:
-        change = f" {comparison.change_pct:+.1f}%" if comparison and comparison.change_pct is not None else ""
         return f"UNRELIABLE: {result.label} on {result.device} not judged{change}: {reason}"
     return f"{result.label} on {result.device} not compared ({result.verdict}): {reason}"
 
@@ -173,8 +220,8 @@ def memory_message(label: str, device: str, check: MemoryCheck, baseline_where: 
 
 def ratio_message(label: str, device: str, median_ms: float, check: RatioCheck) -> str:
     return (
-        f"ratio to reference exceeded in {label} on {device}: {median_ms:.4g} ms is "
-        f"{check.ratio:#.3g}x the reference's {check.reference_median_ms:.4g} ms "
+        f"ratio to reference exceeded in {label} on {device}: {duration(median_ms)} is "
+        f"{check.ratio:#.3g}x the reference's {duration(check.reference_median_ms)} "
         f"(max_ratio {check.max_ratio:g}).\n"
         f"  evidence: {check.evidence()}; both timed in this run with {check.method}, rounds interleaved.\n"
         f"  {RATIO_HINT}"

@@ -103,17 +103,10 @@ class SizeClass:
 
     @property
     def label(self) -> str:
-        return f"{_time_label(self.low_ms)}-{_time_label(self.high_ms)}"
+        # Imported here: loading the statistics loads no module outside model/ and verdict/.
+        from pytest_kernelperf.formatting import duration
 
-
-def _time_label(ms: float) -> str:
-    if ms < 1e-3:
-        return f"{ms * 1e6:g} ns"
-    if ms < 1:
-        return f"{ms * 1e3:g} us"
-    if ms < 1e3:
-        return f"{ms:g} ms"
-    return f"{ms / 1e3:g} s"
+        return f"{duration(self.low_ms)}-{duration(self.high_ms)}"
 
 
 def size_class(level_ms: float) -> SizeClass:

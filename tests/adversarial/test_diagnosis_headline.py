@@ -38,12 +38,20 @@ kernel.fake_kernels = [tuple(item.split(":")) for item in os.environ["FAKE_KERNE
 """
 )
 
-HEADLINE = re.compile(r"performance regression in .*: \S+ ms vs baseline \S+ ms \((?P<pct>[+-][0-9.]+%),")
+# A duration as the messages write it (formatting.duration): 10.4 us, 400 ns, 1.05 ms.
+TIME = r"\S+ (?:s|ms|us|ns)"
+HEADLINE = re.compile(rf"performance regression in .*: {TIME} vs baseline {TIME} \((?P<pct>[+-][0-9.]+%),")
 FIGURES = re.compile(
-    r"their time per call \S+ ms -> \S+ ms \((?P<kernels>[+-][0-9.e-]+) ms\) against "
-    r"\S+ ms -> \S+ ms \((?P<call>[+-][0-9.e-]+) ms, (?P<pct>[+-][0-9.]+%)\) for the call: "
+    rf"their time per call {TIME} -> {TIME} \((?P<kernels>[+-]{TIME})\) against "
+    rf"{TIME} -> {TIME} \((?P<call>[+-]{TIME}), (?P<pct>[+-][0-9.]+%)\) for the call: "
     r"(?P<reason>.*)"
 )
+UNIT_MS = {"s": 1e3, "ms": 1.0, "us": 1e-3, "ns": 1e-6}
+
+
+def _ms(text: str) -> float:
+    value, unit = text.split()
+    return float(value) * UNIT_MS[unit]
 
 
 def fail_with(project: Project, baseline_kernels: str, kernels: str, ms: float) -> str:
@@ -82,7 +90,7 @@ def test_the_diagnosis_quotes_the_headlines_change_and_follows_from_its_figures(
     assert re.findall(r"([+-][0-9.]+%)\)? for the call", text) == [headline["pct"]]  # one ratio throughout
     figures = FIGURES.search(text)
     assert figures is not None, text
-    share = float(figures["kernels"]) / float(figures["call"])  # from the printed figures
+    share = _ms(figures["kernels"]) / _ms(figures["call"])  # from the printed figures
     stated = re.match(r"the kernels account for (\d+)% of the call's change", figures["reason"])
     assert stated is not None and abs(int(stated[1]) - share * 100) <= 1
     assert ("outside the kernels" in figures["reason"]) == (share < 0.5)

@@ -24,7 +24,7 @@ def test_only_significantly_slower_launch_paths_are_listed_once() -> None:
     results = [result("slow_launch", Verdict.SLOWER), result("steady", Verdict.SAME)]
     lines = host_lines(results)
     assert lines == [
-        "host latency slower: test_k.py::test_k [slow_launch]: 0.08 ms per call vs baseline 0.03 ms "
+        "host latency slower: test_k.py::test_k [slow_launch]: 80 us per call vs baseline 30 us "
         "(+166.7%): the launch path got slower"
     ]
     text = ["".join(segment for segment, _ in line) for line in styled_lines(results)]
