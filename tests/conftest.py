@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import glob
 import importlib.util
 import json
 import os
 import subprocess
 import sys
+import tarfile
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -195,3 +197,16 @@ def fresh_interpreter(code: str) -> list[str]:
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert found.returncode == 0, found.stderr
     return found.stdout.split()
+
+
+def recorded_runs() -> Iterator[tuple[str, bytes]]:
+    """(name, JSON text) of every run file in the GPU studies' archives (docs/results/)."""
+    results = Path(__file__).resolve().parents[1] / "docs" / "results"
+    archives = [*glob.glob(str(results / "*.tar.xz")), *glob.glob(str(results / "*.tgz"))]
+    for archive in sorted(archives):
+        with tarfile.open(archive) as tar:
+            for member in sorted(tar.getmembers(), key=lambda m: m.name):
+                handle = tar.extractfile(member) if member.name.endswith(".json") else None
+                text = handle.read() if handle is not None else b""
+                if b'"pytest-kernelperf-run"' in text[:1000]:
+                    yield f"{Path(archive).name}:{member.name}", text

@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import Project
+from conftest import Project, recorded_runs
 
 from pytest_kernelperf.cli import main
 from pytest_kernelperf.results import pull_request, runfile
@@ -247,3 +247,22 @@ def test_compare_shows_its_own_verdicts_in_rows_within_140_characters(project: P
     flat = " ".join(text.split())
     assert flat.count(ROUNDS_REMEDY) <= 1 and flat.count("no baseline for this device") == 1
     assert all(remedy not in flat for remedy in (PROCESSES_REMEDY, PAIRED_REMEDY))
+
+
+@pytest.mark.slow
+def test_the_gpu_runs_of_the_studies_render_within_the_width_and_cite_each_note_once(tmp_path: Path) -> None:
+    """Every run file the GPU studies recorded (docs/results/ archives: H200 runs, stored and paired,
+    up to 40 kernels with GB/s, TFLOP/s, host and memory columns) as `report` prints it."""
+    rendered = 0
+    for i, (name, text) in enumerate(recorded_runs()):
+        path = tmp_path / f"{i}.json"
+        path.write_bytes(text)
+        out = io.StringIO()
+        main(["report", str(path), "--color=no"], out=out)
+        lines = out.getvalue().splitlines()
+        wide = [line for line in lines if len(line) > MAX_ROW]
+        assert not wide, f"{name}: {wide[0]}"
+        notes = [line for line in lines if re.match(r"\[\d+\] ", line)]
+        assert len(notes) == len(set(notes)), name
+        rendered += 1
+    assert rendered > 100

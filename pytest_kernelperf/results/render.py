@@ -18,7 +18,7 @@ import statistics
 import textwrap
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_kernelperf.baselines.store import FileUpdate
@@ -61,6 +61,10 @@ NEW_NOTE = "new: no baseline for this device and cache mode; record one with --k
 # The widest a terminal table row may be: the Method column gives way (shortened in its middle).
 MAX_ROW = 140
 MIN_METHOD = 16  # the narrowest a shortened Method cell gets
+# Columns a terminal table leaves out, in this order, where even the shortest Method cells leave a
+# row wider than MAX_ROW (a paired run's Pairs beside GB/s, TFLOP/s, Host and Memory): the figures
+# a verdict reads stay; the left-out ones are in the run file and the markdown summary.
+NARROW_DROPS = ("Memory", "Host (ms)", "TFLOP/s", "Rounds (ms)")
 TOTAL_ORDER = (
     Verdict.SAME,
     Verdict.SLOWER,
@@ -290,7 +294,8 @@ def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | Non
         if group.module != module:
             module = group.module
             lines.append(((module, "bold"),))
-        lines.append((("  " + group.heading, ""),))
+        group, left_out = _narrowed(group, notes)
+        lines.append((("  " + cited(group.heading, left_out), ""),))
         rows = _fitted(group, notes)
         widths = {c: max(len(c), *(len(row[c].text) for row in rows)) for c in group.columns}
         lines.append((("    " + "  ".join(c.ljust(widths[c]) for c in group.columns).rstrip(), "dim"),))
@@ -334,6 +339,33 @@ def _wrapped(text: str, style: str, indent: int = 2) -> list[Line]:
         )
         out.extend(((piece, style),) for piece in pieces or [""])
     return out
+
+
+def _row_width(group: Group, columns: Sequence[str]) -> int:
+    """The widest row of `group` shown in `columns`, its Method cells at their shortest."""
+    widths = [max(len(c), *(len(row[c].text) for row in group.rows)) for c in columns if c != "Method"]
+    method = min(max(len(row["Method"].text) for row in group.rows), max(MIN_METHOD, len("Method")))
+    return 4 + method + sum(widths) + 2 * (len(columns) - 1)
+
+
+def _narrowed(group: Group, notes: Footnotes) -> tuple[Group, str]:
+    """The group without the columns of NARROW_DROPS, in order, that its rows need left out to fit
+    MAX_ROW, and the citation of the note that names them ("" where none is left out)."""
+    columns = list(group.columns)
+    dropped = []
+    for column in NARROW_DROPS:
+        if _row_width(group, columns) <= MAX_ROW:
+            break
+        if column in columns:
+            columns.remove(column)
+            dropped.append(column)
+    if not dropped:
+        return group, ""
+    mark = notes.cite(
+        f"left out of a table wider than {MAX_ROW} characters: {', '.join(dropped)} "
+        "(in the run file, --kernelperf-json, and the markdown summary)"
+    )
+    return replace(group, columns=tuple(columns)), mark
 
 
 def _fitted(group: Group, notes: Footnotes) -> list[dict[str, Cell]]:

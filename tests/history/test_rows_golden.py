@@ -13,17 +13,16 @@ and whole numbers exactly.
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import os
 import shutil
-import tarfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import recorded_runs
 
 from pytest_kernelperf.history import synthetic_runs as rf
 from pytest_kernelperf.history.schema import SCHEMA_VERSION
@@ -201,21 +200,6 @@ def _verdict(result: dict[str, Any], i: int) -> dict[str, Any]:
     result["verdict"] = ("same", "slower", "faster", "undetermined")[i]
     result["device_time"]["method"] = ("cupti", "cupti", "cuda-graph", "cupti")[i]
     return result
-
-
-def recorded_runs() -> Iterator[tuple[str, bytes]]:
-    """(name, JSON text) of every run file in the GPU studies' archives (docs/results/)."""
-    archives = [
-        *glob.glob(str(REPO / "docs" / "results" / "*.tar.xz")),
-        *glob.glob(str(REPO / "docs" / "results" / "*.tgz")),
-    ]
-    for archive in sorted(archives):
-        with tarfile.open(archive) as tar:
-            for member in sorted(tar.getmembers(), key=lambda m: m.name):
-                handle = tar.extractfile(member) if member.name.endswith(".json") else None
-                text = handle.read() if handle is not None else b""
-                if b'"pytest-kernelperf-run"' in text[:1000]:
-                    yield f"{Path(archive).name}:{member.name}", text
 
 
 # --- the rows ----------------------------------------------------------------------------------------
