@@ -290,11 +290,11 @@ def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | Non
     lines: list[Line] = []
     module = None
     notes = Footnotes()
-    for group in groups(results, peaks, notes):
-        if group.module != module:
-            module = group.module
+    for whole in groups(results, peaks, notes):
+        if whole.module != module:
+            module = whole.module
             lines.append(((module, "bold"),))
-        group, left_out = _narrowed(group, notes)
+        group, left_out = _narrowed(whole, notes)
         lines.append((("  " + cited(group.heading, left_out), ""),))
         rows = _fitted(group, notes)
         widths = {c: max(len(c), *(len(row[c].text) for row in rows)) for c in group.columns}
