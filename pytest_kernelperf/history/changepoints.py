@@ -573,3 +573,18 @@ def status_text(report: SeriesReport, *, since: bool = True) -> str:
     if not since:
         return word
     return f"{word} since {short(last.commit) if last.commit else f'run {last.run_id}'}"
+
+
+def series_label(report: SeriesReport) -> str:
+    """ "tests/test_k.py::test_mul [gelu] (host_latency)": the test, the call's name, a metric other
+    than device time."""
+    key = report.key
+    name = f" [{key.name}]" if key.name else ""
+    metric = "" if key.metric == "device_time" else f" ({key.metric})"
+    return f"{key.test}{name}{metric}"
+
+
+def change_line(report: SeriesReport, cp: ChangePoint) -> str:
+    """One change point on one line, as `history detect` and `history alert` say it."""
+    mark = "SLOWER" if cp.slowdown else "faster"
+    return f"{mark:6}  {series_label(report)} on {report.key.device}: {cp.commit_range()}  {cp.describe()}"

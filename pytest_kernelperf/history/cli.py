@@ -3,6 +3,8 @@
     history import RUN.json ...        store runs (again: no-op), with the checkout's git commit
     history show                       every series: runs, latest time, status, change points
     history detect [--since COMMIT]    change points new since COMMIT; exit 1 when one is a slowdown
+    history alert --webhook URL ...    each change point once (JSON lines, an Atom feed, a webhook),
+                                       remembered in the history; exit 1 on a new slowdown
     history prune --keep N             keep the newest N runs
     history export --csv PATH          every measurement as CSV (or --json PATH); '-' for stdout
     history report --html PATH         a self-contained dashboard page
@@ -11,9 +13,10 @@
 The database is `--db PATH` or `--db postgresql://...` (a PostgreSQL server; default:
 $KERNELPERF_HISTORY, else .kernelperf/history.sqlite), and the repository within it
 `--repository NAME` (default: $KERNELPERF_REPOSITORY, else "").
-Exit status: 0 on success, 1 when `detect` finds a slowdown, 2 for a usage or file error (a run
-file the gateway refuses, a damaged database, filters that select nothing). show, detect, export and
-report open the database read-only and leave it unchanged.
+Exit status: 0 on success, 1 when `detect` finds a slowdown (or `alert` sends a new one), 2 for a
+usage or file error (a run file the gateway refuses, a damaged database, filters that select
+nothing, a sink that did not take the alerts). show, detect, export and report open the database
+read-only and leave it unchanged.
 """
 
 from __future__ import annotations
@@ -33,13 +36,16 @@ from pytest_kernelperf.atomic import make_ignored_folder
 from pytest_kernelperf.formatting import escape_controls
 from pytest_kernelperf.settings import history_location
 
+from . import alerts, webhook
 from .changepoints import (
     ChangePointsUnavailable,
     Params,
     SeriesReport,
     analyse_store,
+    change_line,
     new_change_points,
     resolve_commit,
+    series_label,
     short,
     status_text,
 )
@@ -122,6 +128,60 @@ def add_subparser(subparsers: Any) -> argparse.ArgumentParser:
     )
     _filters(detect)
 
+    alert = commands.add_parser(
+        "alert",
+        help="send each new change point once (JSON lines, Atom feed, webhook); exit 1 on a new slowdown",
+        description="The change points not alerted yet, sent to every sink given and remembered in the "
+        "history (a change point whose estimate moves as runs arrive is not sent again). When a sink "
+        "fails, nothing is remembered: the next run sends them again. Exit status: 1 when a new "
+        "slowdown was sent, 0 otherwise, 2 on an error.",
+    )
+    alert.add_argument(
+        "--jsonl", type=Path, metavar="PATH", help="append one JSON object a line per new alert ('-': stdout)"
+    )
+    alert.add_argument(
+        "--atom",
+        type=Path,
+        metavar="PATH",
+        help="write an Atom feed of the newest alerts (rewritten in place)",
+    )
+    alert.add_argument(
+        "--atom-entries",
+        type=_count,
+        default=alerts.DEFAULT_FEED_ENTRIES,
+        metavar="N",
+        help=f"alerts the feed keeps, newest first (default: {alerts.DEFAULT_FEED_ENTRIES})",
+    )
+    alert.add_argument(
+        "--webhook",
+        type=_webhook,
+        metavar="URL",
+        help='POST the new alerts to a chat\'s incoming webhook (Slack-compatible {"text": ...}; the URL '
+        "is never shown, only its host)",
+    )
+    alert.add_argument(
+        "--webhook-timeout",
+        type=_seconds,
+        default=webhook.TIMEOUT_S,
+        metavar="S",
+        help=f"seconds the webhook has to answer (default: {webhook.TIMEOUT_S:g})",
+    )
+    alert.add_argument(
+        "--link", type=_link, metavar="URL", help="the dashboard's address, for the feed and message"
+    )
+    alert.add_argument("--slowdowns-only", action="store_true", help="alert slowdowns only, not speed-ups")
+    mode = alert.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--dry-run", action="store_true", help="say what would be sent; send and remember nothing"
+    )
+    mode.add_argument(
+        "--record-only",
+        action="store_true",
+        help="remember the change points found now as alerted and send nothing (once, to start alerts "
+        "on a history that already holds old changes)",
+    )
+    _filters(alert)
+
     prune = commands.add_parser("prune", help="remove all but the newest runs")
     prune.add_argument("--keep", type=int, required=True, metavar="N")
 
@@ -135,12 +195,42 @@ def add_subparser(subparsers: Any) -> argparse.ArgumentParser:
     report.add_argument("--title", default="kernelperf history")
     _filters(report)
     upgrade = commands.add_parser("upgrade", help="bring the schema up to this version's (nothing is lost)")
-    for sub in (imp, show, detect, prune, export, report, upgrade):  # also after the subcommand
+    for sub in (imp, show, detect, alert, prune, export, report, upgrade):  # also after the subcommand
         sub.add_argument(
             "--db", type=_location, default=argparse.SUPPRESS, metavar="PATH|URL", help="history database"
         )
         sub.add_argument("--repository", default=argparse.SUPPRESS, metavar="NAME", help="repository")
     return history
+
+
+def _count(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 600:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0 (600 at most)")
+    return value
+
+
+def _webhook(text: str) -> str:
+    """--webhook: checked, never quoted back (argparse would quote the value of a ValueError)."""
+    try:
+        return webhook.checked_url(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _link(text: str) -> str:
+    if not text.startswith(("https://", "http://")):
+        raise argparse.ArgumentTypeError("the dashboard's address is an http:// or https:// URL")
+    return text
 
 
 def _filters(parser: argparse.ArgumentParser) -> None:
@@ -189,15 +279,19 @@ def _run(args: argparse.Namespace, out: Any) -> int:
             with HistoryStore(db, create=False, repository=repository) as store:
                 print(f"{store.where}: history schema version {store.schema_version}", file=out)
             return 0
-        # Only prune writes: the others read the history and leave it as it is (also on a read-only
-        # file system); the change points they find are cached by `import`.
-        read_only = args.history_command != "prune"
+        # Only prune and alert write (alert: what it sent): the others read the history and leave it
+        # as it is (also on a read-only file system); the change points they find are cached by
+        # `import`.
+        writes = args.history_command == "prune" or (args.history_command == "alert" and not args.dry_run)
+        read_only = not writes
         with HistoryStore(db, create=False, read_only=read_only, repository=repository) as store:
             _require_repository(store)
             if args.history_command == "show":
                 return _show(args, store, out)
             if args.history_command == "detect":
                 return _detect(args, store, out)
+            if args.history_command == "alert":
+                return _alert(args, store, out)
             if args.history_command == "prune":
                 removed = store.prune(args.keep)
                 print(f"removed {removed} runs from {store.where}; {store.run_count()} kept", file=out)
@@ -296,13 +390,6 @@ def _fmt_ms(ms: float) -> str:
     return f"{ms * 1000:.2f} us" if ms < 1 else f"{ms:.3f} ms"
 
 
-def series_label(report: SeriesReport) -> str:
-    key = report.key
-    name = f" [{key.name}]" if key.name else ""
-    metric = "" if key.metric == "device_time" else f" ({key.metric})"
-    return f"{key.test}{name}{metric}"
-
-
 def _table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for n, row in enumerate(rows):
@@ -387,12 +474,57 @@ def _detect(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
     slow = [f for f in found if f[1].slowdown]
     print(f"kernelperf history detect: {len(found)} change points {scope}, {len(slow)} slowdowns", file=out)
     for report, cp in found:
-        mark = "SLOWER" if cp.slowdown else "faster"
-        print(
-            f"{mark:6}  {series_label(report)} on {report.key.device}: {cp.commit_range()}  {cp.describe()}",
-            file=out,
-        )
+        print(change_line(report, cp), file=out)
     return 1 if slow else 0
+
+
+def _alert(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
+    """The change points not alerted yet, sent to the sinks given and remembered (alerts.py)."""
+    sinks = alerts.Sinks(
+        jsonl=args.jsonl,
+        atom=args.atom,
+        atom_entries=args.atom_entries,
+        webhook=args.webhook,
+        webhook_timeout=args.webhook_timeout,
+        link=args.link,
+    )
+    if args.record_only and sinks.any():
+        raise HistoryError(
+            "history alert --record-only sends nothing: give it no --jsonl, --atom or --webhook"
+        )
+    if not (sinks.any() or args.record_only or args.dry_run):
+        raise HistoryError(
+            "history alert: say where to send the alerts (--jsonl PATH|-, --atom PATH, --webhook URL), "
+            "or give --dry-run to see them"
+        )
+    reports = analyse_store(store, Params(), require=True, series_filter=_select(args), branch=args.branch)
+    _require_match(args, store, reports)
+    scope = args.branch or ""
+    outcome = alerts.send(
+        store,
+        reports,
+        sinks,
+        scope=scope,
+        out=out,
+        slowdowns_only=args.slowdowns_only,
+        dry_run=args.dry_run,
+        record_only=args.record_only,
+    )
+    # With the JSON lines on the output, the words go to stderr.
+    said = Escaped(sys.stderr) if str(args.jsonl) == "-" else out
+    new = outcome.new
+    what = "would be sent" if args.dry_run else "recorded, not sent" if args.record_only else "sent"
+    on = f" on branch {scope}" if scope else ""
+    print(
+        f"kernelperf history alert: {alerts.plural(len(new), 'new change point')}{on} "
+        f"({alerts.plural(outcome.new_slowdowns, 'slowdown')}) {what}; {outcome.known} alerted before",
+        file=said,
+    )
+    for alert in new:
+        print(alert.line, file=said)
+    if outcome.delivered:
+        print(f"sent to: {'; '.join(outcome.delivered)}", file=said)
+    return 1 if outcome.new_slowdowns and not args.record_only else 0
 
 
 def _since_run(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> tuple[int, str]:

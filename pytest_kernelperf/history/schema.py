@@ -115,10 +115,29 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (series_id, run_id, kernel)
         ) WITHOUT ROWID""",
     ),
+    # 7: the change points alerted (`history alert`, history/alerts.py), each once: its key (made
+    # when it was first sent, never changed), its series, the branch it was found on ('' for all
+    # runs), its direction, the first run after it when sent and where its estimate stands now
+    # (followed as runs arrive), when it was sent and what was sent (the feed's entries).
+    (
+        """CREATE TABLE alerts (
+            id INTEGER PRIMARY KEY,
+            alert_key TEXT NOT NULL UNIQUE,
+            series_id INTEGER NOT NULL REFERENCES series (id) ON DELETE CASCADE,
+            scope TEXT NOT NULL,
+            slowdown INTEGER NOT NULL,
+            first_run_id INTEGER NOT NULL,
+            run_id INTEGER NOT NULL,
+            sent TEXT NOT NULL,
+            payload TEXT NOT NULL
+        )""",
+        "CREATE INDEX alerts_series ON alerts (series_id, scope)",
+        "CREATE INDEX alerts_sent ON alerts (sent, id)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 # The tables a database of something else must not hold for a history to be made there.
-TABLES = ("runs", "series", "measurements", "analyses")
+TABLES = ("runs", "series", "measurements", "analyses", "alerts")
 
 
 def newer(where: str, version: int) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -57,6 +57,30 @@ from .rows import (
 )
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class SentAlert:
+    """A change point already alerted (the table `alerts`): its key, series and direction, and the
+    first run after the change where its estimate last stood."""
+
+    id: int
+    key: str
+    series_id: int
+    slowdown: bool
+    run_id: int
+
+
+@dataclass(frozen=True)
+class NewAlert:
+    """A change point to remember as alerted: `payload` is the alert as sent (JSON text)."""
+
+    key: str
+    series_id: int
+    slowdown: bool
+    run_id: int
+    sent: str
+    payload: str
 
 
 @dataclass(frozen=True)
@@ -460,6 +484,60 @@ class HistoryStore:
             )
 
         self._write(action, "caching change points")
+
+    # alerts (history/alerts.py)
+
+    def locked(self, action: Callable[[], T], what: str) -> T:
+        """`action` in one transaction that holds the history's write lock (what it reads and
+        writes through this store is one transaction: another writer waits for it)."""
+        return self._write(lambda db: action(), what)
+
+    def run_digests(self, run_ids: Collection[int]) -> dict[int, str]:
+        """Run id -> the run's digest (the SHA-256 that identifies it in any history)."""
+        wanted = set(run_ids)
+        rows = self.db.execute("SELECT id, digest FROM runs WHERE repository = ?", (self.repository,))
+        return {
+            int(rid): stored_text(digest, f"run {rid}", "digest") for rid, digest in rows if rid in wanted
+        }
+
+    def sent_alerts(self, scope: str) -> list[SentAlert]:
+        """The change points alerted on `scope` (a branch, '' for all runs) in this repository."""
+        rows = self.db.execute(
+            "SELECT a.id, a.alert_key, a.series_id, a.slowdown, a.run_id FROM alerts a "
+            "JOIN series s ON s.id = a.series_id WHERE s.repository = ? AND a.scope = ? ORDER BY a.id",
+            (self.repository, scope),
+        ).fetchall()
+        out = []
+        for aid, key, sid, slowdown, rid in rows:
+            if not (isinstance(key, str) and all(isinstance(v, int) for v in (aid, sid, slowdown, rid))):
+                raise DamagedHistory(f"alert {aid}: its key, series, direction or run is not as written")
+            out.append(SentAlert(int(aid), key, int(sid), bool(slowdown), int(rid)))
+        return out
+
+    def alert_log(self, scope: str) -> list[tuple[int, str, str]]:
+        """(series id, sent, payload) of every alert sent on `scope` in this repository, newest first."""
+        rows = self.db.execute(
+            "SELECT a.series_id, a.sent, a.payload FROM alerts a JOIN series s ON s.id = a.series_id "
+            "WHERE s.repository = ? AND a.scope = ? ORDER BY a.sent DESC, a.id DESC",
+            (self.repository, scope),
+        ).fetchall()
+        return [
+            (int(sid), stored_text(sent, "an alert", "sent"), stored_text(payload, "an alert", "payload"))
+            for sid, sent, payload in rows
+        ]
+
+    def remember_alerts(self, scope: str, new: Sequence[NewAlert], moved: Sequence[tuple[int, int]]) -> None:
+        """Store `new` alerts of `scope`, and where the estimates of alerted change points stand now
+        (`moved`: alert id, first run after the change); inside `locked`, with the read before it."""
+        self.db.executemany(
+            "INSERT INTO alerts (alert_key, series_id, scope, slowdown, first_run_id, run_id, sent, payload) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (a.key, a.series_id, scope, int(a.slowdown), a.run_id, a.run_id, a.sent, a.payload)
+                for a in new
+            ],
+        )
+        self.db.executemany("UPDATE alerts SET run_id = ? WHERE id = ?", [(rid, aid) for aid, rid in moved])
 
     # maintenance
 

@@ -11,7 +11,7 @@ import pytest
 from pytest_kernelperf.history import changepoints
 from pytest_kernelperf.history.store import HistoryStore
 
-from .historykit import NO_SERVER, SERVER_URL, split_backend, with_database
+from .historykit import NO_SERVER, SERVER_URL, Receiver, split_backend, with_database
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -46,3 +46,15 @@ def server_url() -> Iterator[str]:
     finally:
         with psycopg.connect(SERVER_URL, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[Receiver]:
+    """A chat's incoming webhook on 127.0.0.1, reached without any proxy of the environment."""
+    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    hook = Receiver()
+    try:
+        yield hook
+    finally:
+        hook.close()

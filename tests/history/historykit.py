@@ -1,10 +1,12 @@
 """Helpers of the history tests: a stand-in change point detector for machines without Apache Otava
-(the `history` extra), and stores filled with made-up runs."""
+(the `history` extra), stores filled with made-up runs, and a chat's webhook on 127.0.0.1."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -98,3 +100,63 @@ def write_old_history(path: Path, version: int, runs: Sequence[Mapping[str, Any]
     db.execute("DETACH DATABASE latest")
     db.close()
     scratch.unlink()
+
+
+class Receiver:
+    """A chat service's incoming webhook on 127.0.0.1 (http.server in a thread): it records each
+    POST (path, headers, JSON body) and answers with `answers` in turn, then 200 "ok"; `delay`
+    seconds before each answer."""
+
+    SECRET = "s3cretT0ken-4f9a2b7c"
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        self.requests: list[dict[str, Any]] = []
+        self.answers: list[tuple[int, dict[str, str], bytes]] = []
+        self.delay = 0.0
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                receiver.requests.append(
+                    {"path": self.path, "headers": dict(self.headers), "json": json.loads(body)}
+                )
+                time.sleep(receiver.delay)
+                status, headers, answer = receiver.answers.pop(0) if receiver.answers else (200, {}, b"ok")
+                try:
+                    self.send_response(status)
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(answer)))
+                    self.end_headers()
+                    self.wfile.write(answer)
+                except OSError:  # the client gave up waiting
+                    pass
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
+        self.thread.start()
+
+    def url(self, path: str = f"/services/T0001/B0002/{SECRET}") -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+
+def refused_url() -> str:
+    """A URL on 127.0.0.1 where nothing listens (a port just given back)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/services/T0001/B0002/{Receiver.SECRET}"

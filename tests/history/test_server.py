@@ -7,6 +7,8 @@ from __future__ import annotations
 import io
 import json
 import multiprocessing
+import threading
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -19,7 +21,7 @@ from pytest_kernelperf.history.database import HistoryError, masked
 from pytest_kernelperf.history.schema import SCHEMA_VERSION
 from pytest_kernelperf.history.store import HistoryStore
 
-from .historykit import commit_of, needs_server, split_backend
+from .historykit import Receiver, commit_of, needs_server, split_backend
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=needs_server)])
@@ -172,6 +174,7 @@ def test_a_server_history_of_an_older_schema_names_the_upgrade_command(
         store.append_run(rf.run([rf.result("t.py::test_a", 1.0)]))
     with psycopg.connect(server_url, autocommit=True) as admin:  # as version 4 left it
         admin.execute("UPDATE kernelperf_schema SET version = 4")
+        admin.execute("DROP TABLE alerts")
         admin.execute("DROP TABLE kernel_counters")
         admin.execute("ALTER TABLE series DROP CONSTRAINT series_repository_key")
         admin.execute("ALTER TABLE series DROP COLUMN repository")
@@ -194,3 +197,53 @@ def test_a_server_url_given_as_a_file_path_is_refused_without_showing_it(tmp_pat
     ) as caught:
         HistoryStore(Path("postgresql://bob:pw-secret@db/h"))
     assert "pw-secret" not in str(caught.value) and not Path("postgresql:").exists()
+
+
+def test_alerts_round_trip_once_each_on_both_backends(
+    location: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+) -> None:
+    monkeypatch.setattr(changepoints, "detector_available", lambda: True)
+    monkeypatch.setattr(changepoints, "split_merge_backend", split_backend)
+
+    def store(levels: list[float], first: int) -> None:
+        for i, level in enumerate(levels, start=first):
+            path = write_run(tmp_path, i, level)
+            assert (
+                history(location, "--repository", "acme", "import", "--commit", commit_of(i), str(path))[0]
+                == 0
+            )
+
+    feed = tmp_path / "feed.xml"
+    sinks = ("--webhook", receiver.url(), "--atom", str(feed), "--jsonl", str(tmp_path / "a.jsonl"))
+    store([1.0] * 6 + [1.2] * 4, 0)
+    status, text = history(location, "--repository", "acme", "alert", *sinks)
+    assert status == 1 and "1 new change point (1 slowdown) sent" in text and Receiver.SECRET not in text
+    assert len(receiver.requests) == 1 and "+20.0%" in receiver.requests[0]["json"]["text"]
+    assert history(location, "--repository", "acme", "alert", *sinks)[0] == 0  # nothing new
+    store([1.2] * 8 + [1.5] * 4, 10)  # the first change's estimate moves little; a second change
+    receiver.answers.append((500, {}, b"down"))
+    assert history(location, "--repository", "acme", "alert", *sinks)[0] == 2  # left for the next run
+    status, text = history(location, "--repository", "acme", "alert", *sinks)
+    assert status == 1 and "1 new change point (1 slowdown) sent; 1 alerted before" in text
+    assert len(receiver.requests) == 3 and "+25.0%" in receiver.requests[2]["json"]["text"]
+    lines = (tmp_path / "a.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["commit"] for line in lines] == [commit_of(6), commit_of(18)]
+    entries = ET.parse(feed).getroot().findall("{http://www.w3.org/2005/Atom}entry")
+    assert [e.findtext("{http://www.w3.org/2005/Atom}id") for e in entries] == [
+        json.loads(line)["id"] for line in reversed(lines)
+    ]
+    # Two runs at once: one sends, the other waits for the write lock and finds it sent.
+    store([1.5] * 8 + [1.8] * 4, 22)
+    results: list[int] = []
+    threads = [
+        threading.Thread(
+            target=lambda: results.append(history(location, "--repository", "acme", "alert", *sinks)[0])
+        )
+        for _ in range(2)
+    ]
+    receiver.delay = 0.3
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(results) == [0, 1] and len(receiver.requests) == 4
