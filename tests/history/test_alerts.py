@@ -43,9 +43,11 @@ def jsonl(db: Path, *args: str) -> tuple[int, list[dict[str, object]]]:
     return status, [json.loads(line) for line in text.splitlines()]
 
 
-def runs(db: Path, levels: Sequence[float], first: int = 0, **shape: str) -> None:
+def runs(
+    db: Path, levels: Sequence[float], first: int = 0, nodeid: str = "tests/test_gelu.py::test_gelu"
+) -> None:
     with HistoryStore(db) as store:
-        fill(store, levels, first=first, **shape)
+        fill(store, levels, first=first, nodeid=nodeid)
 
 
 @pytest.fixture
