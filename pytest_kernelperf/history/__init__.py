@@ -1,8 +1,9 @@
-"""Run history: every run stored, change points per series, a dashboard, and bisection.
+"""Run history: every run stored, change points per series, alerts, a dashboard, and bisection.
 
     python -m pytest_kernelperf history import RUN.json ...
     python -m pytest_kernelperf history show
     python -m pytest_kernelperf history detect --since COMMIT
+    python -m pytest_kernelperf history alert --webhook URL --atom feed.xml
     python -m pytest_kernelperf history report --html history.html
     python -m pytest_kernelperf bisect GOOD BAD -- PYTEST_ARGS
 
