@@ -548,9 +548,6 @@ def host_lines(results: Sequence[BenchResult]) -> list[str]:
     return lines
 
 
-def _any_in_cache(results: Sequence[BenchResult], peaks: Mapping[str, Peak]) -> bool:
-    return any(figures(r, peaks.get(r.device)).cache_resident for r in results)
-
 
 def _peak_cell(fig: Figures, notes: Footnotes) -> str:
     if fig.cache_resident:
