@@ -548,7 +548,6 @@ def host_lines(results: Sequence[BenchResult]) -> list[str]:
     return lines
 
 
-
 def _peak_cell(fig: Figures, notes: Footnotes) -> str:
     if fig.cache_resident:
         return cited("in cache", notes.cite(CACHE_NOTE))
