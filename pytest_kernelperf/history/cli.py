@@ -47,11 +47,11 @@ from .changepoints import (
     resolve_commit,
     series_label,
     short,
-    status_text,
 )
 from .database import DamagedHistory, HistoryError, masked
 from .git import git_info, rev_parse
 from .rows import CSV_COLUMNS
+from .status import status_cell
 from .store import HistoryStore, load_run_file
 
 DEFAULT_DB = Path(".kernelperf") / "history.sqlite"
@@ -416,7 +416,7 @@ def _show(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
                 str(len(r.points)),
                 _fmt_ms(r.latest.median_ms),
                 f"{r.total_change_pct:+.1f}%",
-                status_text(r),
+                status_cell(r),
                 str(len(r.change_points)),
             ]
         )

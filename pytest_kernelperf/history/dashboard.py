@@ -21,7 +21,6 @@ import json
 import os
 import urllib.parse
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,8 @@ from typing import Any
 from pytest_kernelperf.formatting import significant
 
 from . import vega
-from .changepoints import MIN_RUNS, SeriesReport, short, status_text
+from .changepoints import SeriesReport
+from .status import JUDGED, series_status, where
 
 
 def _artifacts(report: SeriesReport, base: Path | None) -> list[list[str]]:
@@ -50,61 +50,6 @@ def _artifacts(report: SeriesReport, base: Path | None) -> list[list[str]]:
 def _relative_href(target: Path, folder: Path) -> str:
     relative = Path(os.path.relpath(target.resolve(), folder)).as_posix()
     return "./" + urllib.parse.quote(relative, safe="/")
-
-
-@dataclass(frozen=True)
-class Status:
-    """A series' state on the dashboard: the word shown (and filtered on), its direction (the
-    colour: "slower", "faster" or "") and where the word comes from, in one sentence."""
-
-    word: str
-    direction: str
-    why: str
-
-
-JUDGED = ("slower", "faster")  # the verdicts that say a run changed against its baseline
-
-
-def _where(commit: str | None, run_id: int) -> str:
-    return short(commit) if commit else f"run {run_id}"
-
-
-def series_status(report: SeriesReport) -> Status:
-    """One status from the latest change point and the newest run's verdict, for every row and card.
-
-    The history's latest change point gives the direction ("slower", "faster", "drift slower"...)
-    unless the newest run was judged `slower` or `faster` against its baseline and no change point
-    says so: then "judged slower" (or "judged faster"). A change point needs runs after it, so a
-    slowdown in the newest commits is first seen as a verdict; the page never reads "steady" beside
-    a run judged slower. With neither: "steady", or why no change point was sought."""
-    latest = report.latest
-    verdict = latest.verdict or ""
-    last = report.last_change
-    direction = "" if last is None else "slower" if last.slowdown else "faster"
-    if last is not None and (verdict not in JUDGED or verdict == direction):
-        word = ("drift " if last.kind == "drift" else "") + direction
-        why = f"the latest change point, at {_where(last.commit, last.run_id)}: {last.change_pct:+.1f}%"
-        if verdict == direction:
-            why += f"; the newest run was judged {verdict} against its baseline too"
-        return Status(word, direction, why)
-    if verdict in JUDGED:
-        newest = _where(latest.commit, latest.run_id)
-        why = f"the newest run, at {newest}, was judged {verdict} against its baseline; "
-        if last is None:
-            why += "no change point in the history (yet: one needs runs after it)"
-        else:
-            why += f"the latest change point, at {_where(last.commit, last.run_id)}, was {direction}"
-        return Status(f"judged {verdict}", verdict, why)
-    word = status_text(report, since=False)
-    runs = len(report.points)
-    why = {
-        "steady": f"no change point in {runs} runs",
-        "too few runs": f"{runs} runs: change points are sought from {MIN_RUNS}",
-        "not analysed": "change points were not sought (the change point library is not installed)",
-    }.get(word, word)
-    if verdict:
-        why += f"; the newest run's verdict: {verdict}"
-    return Status(word, "", why)
 
 
 def _day_time(created: str) -> str:
@@ -160,12 +105,12 @@ def series_data(report: SeriesReport, base: Path | None = None) -> dict[str, Any
         "why": status.why,
         "total": round(report.total_change_pct, 3),
         "last": None if last is None else round(last.change_pct, 3),
-        "lastAt": None if last is None else _where(last.commit, last.run_id),
+        "lastAt": None if last is None else where(last.commit, last.run_id),
         "latest": significant(report.latest.median_ms),
         "verdict": report.latest.verdict or "",
         "v": [significant(p.value) for p in points],
         "r": [[significant(x, 5) for x in p.rounds()] for p in points],
-        "c": [_where(p.commit, p.run_id) for p in points],
+        "c": [where(p.commit, p.run_id) for p in points],
         "t": [p.created for p in points],
         # the runs judged slower or faster against their baselines (marked on the chart)
         "jv": [[i, p.verdict] for i, p in enumerate(points) if p.verdict in JUDGED],

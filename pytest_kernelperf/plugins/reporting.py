@@ -245,7 +245,8 @@ class Reports:
                     terminalreporter.write(text, **MARKUP.get(style, {}))
                 terminalreporter.line("")
             for peak in render.peak_lines(self.peaks):
-                terminalreporter.line(f"peak {peak}")
+                for piece in render.wrapped(f"peak {peak}"):
+                    terminalreporter.line(piece)
         for what, path in self.written:
             terminalreporter.line(f"kernelperf: wrote the {what} to {path}")
         for note in self.notes:

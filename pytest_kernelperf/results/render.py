@@ -325,10 +325,10 @@ def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | Non
     return lines
 
 
-def _wrapped(text: str, style: str, indent: int = 2) -> list[Line]:
+def wrapped(text: str, indent: int = 2) -> list[str]:
     """A line under the tables, wrapped within MAX_ROW characters (its own lines kept), the lines
     after its first indented; a word longer than a line (a node id) is never split."""
-    out: list[Line] = []
+    out: list[str] = []
     for paragraph in text.splitlines() or [""]:
         pieces = textwrap.wrap(
             paragraph,
@@ -337,8 +337,12 @@ def _wrapped(text: str, style: str, indent: int = 2) -> list[Line]:
             break_long_words=False,
             break_on_hyphens=False,
         )
-        out.extend(((piece, style),) for piece in pieces or [""])
+        out.extend(pieces or [""])
     return out
+
+
+def _wrapped(text: str, style: str, indent: int = 2) -> list[Line]:
+    return [((piece, style),) for piece in wrapped(text, indent)]
 
 
 def _row_width(group: Group, columns: Sequence[str]) -> int:
@@ -546,10 +550,6 @@ def host_lines(results: Sequence[BenchResult]) -> list[str]:
             f"({result.host_change_pct:+.1f}%): the launch path got slower"
         )
     return lines
-
-
-def _any_in_cache(results: Sequence[BenchResult], peaks: Mapping[str, Peak]) -> bool:
-    return any(figures(r, peaks.get(r.device)).cache_resident for r in results)
 
 
 def _peak_cell(fig: Figures, notes: Footnotes) -> str:

@@ -9,9 +9,10 @@ import pytest
 
 from pytest_kernelperf.history import vega
 from pytest_kernelperf.history.changepoints import Attribution, ChangePoint, SeriesReport
-from pytest_kernelperf.history.dashboard import header_facts, render, series_status
+from pytest_kernelperf.history.dashboard import header_facts, render
 from pytest_kernelperf.history.points import Point
 from pytest_kernelperf.history.rows import SeriesKey
+from pytest_kernelperf.history.status import series_status, status_cell
 
 KEY = SeriesKey("tests/test_k.py::test_mul", "", "NVIDIA H200", "hot", "device_time")
 
@@ -100,3 +101,11 @@ def test_the_header_keeps_markup_in_names_as_text(monkeypatch: pytest.MonkeyPatc
     page = render([report(["same"] * 8)], repository="<b>team</b>", branch="</header><script>x()")
     assert "<b>team</b>" not in page and "<script>x()" not in page
     assert '<span class="fk">repository</span> &lt;b&gt;team&lt;/b&gt;' in page
+
+
+def test_history_show_says_the_status_the_dashboard_says() -> None:
+    # A run judged slower with no change point yet: `show` must not print "steady" beside it.
+    assert status_cell(report(["same"] * 7 + ["slower"])) == "judged slower"
+    # A change point alone keeps the commit it is at.
+    assert status_cell(report(["same"] * 8, change(5, 1.0, 1.1))) == f"slower since {'5' * 7}"
+    assert status_cell(report(["same"] * 8)) == "steady"

@@ -19,6 +19,7 @@ from pytest_kernelperf.history import browser, changepoints, dashboard
 from pytest_kernelperf.history import synthetic_runs as rf
 from pytest_kernelperf.history.store import HistoryStore
 
+from . import screenshots
 from .historykit import commit_of
 
 FOUND = browser.find()
@@ -27,6 +28,9 @@ pytestmark = [
     pytest.mark.extras,  # needs Chromium and its driver: studies/history/install_browser.sh
     pytest.mark.skipif(isinstance(FOUND, str), reason=f"no headless browser: {FOUND}"),
     pytest.mark.skipif(not VEGA_LITE, reason="the charts need the dashboard extra (vl-convert-python)"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("PIL") is None, reason="screenshots are read by Pillow (dev extra)"
+    ),
     pytest.mark.usefixtures("stand_in_detector"),
 ]
 
@@ -261,22 +265,22 @@ def test_the_header_legend_and_status_read_as_the_history_says(driver: Any, tmp_
     # The screenshot: the whole page, then what it shows where it matters.
     png = driver.get_screenshot_as_png()
     (tmp_path / "dashboard.png").write_bytes(png)
-    assert browser.png_size(png) == tuple(driver.execute_script("return [innerWidth, innerHeight]"))
+    assert screenshots.png_size(png) == tuple(driver.execute_script("return [innerWidth, innerHeight]"))
     assert len(png) > 50_000  # a page of text and charts, not a blank one
 
-    def shot(xpath: str) -> browser.Screenshot:
-        return browser.element_png(driver, driver.find_element("xpath", xpath))
+    def shot(xpath: str) -> screenshots.Screenshot:
+        return screenshots.element_png(driver, driver.find_element("xpath", xpath))
 
     header = shot("//header")
     assert header.colours() > 20 and header.count(lambda r, g, b: r + g + b < 200) > 200  # dark text
     row = "//tbody/tr[td/a[text()='{}']]/td[8]/span"
     status = shot(row.format("tests/test_gelu.py::test_x"))
-    assert status.count(browser.reddish) > 10 and status.count(browser.greenish) == 0
+    assert status.count(screenshots.reddish) > 10 and status.count(screenshots.greenish) == 0
     steady = shot(row.format("tests/test_k.py::test_add"))
-    assert steady.count(browser.reddish) == 0 and steady.count(browser.greenish) == 0
+    assert steady.count(screenshots.reddish) == 0 and steady.count(screenshots.greenish) == 0
     legend_png = shot("//div[@id='legend']")
-    assert legend_png.count(browser.reddish) > 20 and legend_png.count(browser.greenish) == 0
+    assert legend_png.count(screenshots.reddish) > 20 and legend_png.count(screenshots.greenish) == 0
     chart = "//section[h3[text()='{}']]/div[contains(@class, 'chart')]"
     gelu = shot(chart.format("tests/test_gelu.py::test_x"))
-    assert gelu.count(browser.reddish) > 20  # its runs judged slower, marked in red
-    assert shot(chart.format("tests/test_k.py::test_add")).count(browser.reddish) == 0
+    assert gelu.count(screenshots.reddish) > 20  # its runs judged slower, marked in red
+    assert shot(chart.format("tests/test_k.py::test_add")).count(screenshots.reddish) == 0
