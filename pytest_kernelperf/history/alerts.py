@@ -260,7 +260,7 @@ def _deliver(
     now: str,
 ) -> None:
     new = outcome.new
-    unsent = f"; the {len(new)} new alerts stay unsent: the next `history alert` sends them again"
+    unsent = f"; {plural(len(new), 'new alert')} left unsent: the next `history alert` sends them again"
     if sinks.webhook is not None:
         where = hook.masked(sinks.webhook)
         if new:

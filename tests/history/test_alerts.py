@@ -250,7 +250,7 @@ def test_a_refused_post_leaves_the_alerts_unsent_for_the_next_run(
     err = capsys.readouterr().err
     assert status == 2 and text == ""
     assert f"http://127.0.0.1:{receiver.server.server_address[1]}/***: answered {code}" in err
-    assert "the 1 new alerts stay unsent: the next `history alert` sends them again" in err
+    assert "; 1 new alert left unsent: the next `history alert` sends them again" in err
     assert Receiver.SECRET not in err and not log.exists()  # the webhook is tried first
     if code == 302:
         assert "not followed" in err and len(receiver.requests) == 1
