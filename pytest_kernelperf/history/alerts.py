@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 from pytest_kernelperf import __version__
 from pytest_kernelperf.atomic import write_atomic
@@ -48,6 +48,10 @@ MAX_LISTED = 20  # change points listed in one chat message; the rest are counte
 # The namespace of the alerts' and feeds' UUIDs (version 5, from their keys): made once, never changed.
 NAMESPACE = uuid.UUID("5f0c7a52-0b8e-5d1e-9a57-6b7065726601")
 ATOM = "http://www.w3.org/2005/Atom"
+
+
+# What `send` does with the new alerts: send and remember them, only say them, only remember them.
+Mode = Literal["send", "dry-run", "record-only"]
 
 
 class AlertError(HistoryError):
@@ -209,14 +213,15 @@ def send(
     scope: str,
     out: TextIO,
     slowdowns_only: bool = False,
-    dry_run: bool = False,
-    record_only: bool = False,
+    mode: Mode = "send",
     now: datetime | None = None,
 ) -> Outcome:
     """The change points of `reports` not alerted yet, delivered to `sinks` and remembered, in one
-    transaction under the write lock; with `dry_run`, only chosen (nothing sent or remembered); with
-    `record_only`, remembered and not sent. AlertError when a sink fails: nothing is remembered."""
+    transaction under the write lock; in mode "dry-run", only chosen (nothing sent or remembered);
+    in mode "record-only", remembered and not sent. AlertError when a sink fails: nothing is
+    remembered."""
     stamp = utc_stamp(now)
+    dry_run = mode == "dry-run"
     digests = store.run_digests({cp.run_id for r in reports for cp in r.change_points})
 
     def choose() -> Outcome:
@@ -240,7 +245,7 @@ def send(
             ],
             moved,
         )
-        if not record_only:
+        if mode == "send":
             _deliver(store, reports, sinks, outcome, scope=scope, out=out, now=stamp)
         return outcome
 

@@ -507,8 +507,7 @@ def _alert(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
         scope=scope,
         out=out,
         slowdowns_only=args.slowdowns_only,
-        dry_run=args.dry_run,
-        record_only=args.record_only,
+        mode="dry-run" if args.dry_run else "record-only" if args.record_only else "send",
     )
     # With the JSON lines on the output, the words go to stderr.
     said = Escaped(sys.stderr) if str(args.jsonl) == "-" else out
