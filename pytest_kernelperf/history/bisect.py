@@ -71,7 +71,7 @@ class BisectError(Exception):
 def _record(metric: Mapping[str, Any]) -> MetricRecord | None:
     """A run file's `results[].device_time` as the judge reads a stored metric; a side without rounds
     (a file from before rounds) stands as one round of its median; None without a usable median."""
-    median, rounds = metric.get("median_ms"), metric.get("rounds_ms") or []
+    median, rounds = metric.get("level_ms", metric.get("median_ms")), metric.get("rounds_ms") or []
     values = tuple(v for v in rounds if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0)
     if not isinstance(median, (int, float)) or isinstance(median, bool) or median <= 0:
         return None
@@ -184,7 +184,8 @@ def judge(good: Mapping[str, Any], candidate: Mapping[str, Any], threshold: floa
     for key in (k for k in goods if k in cands):
         g, c = goods[key]["device_time"], cands[key]["device_time"]
         worse = failed.get(key, False)
-        change = (c["median_ms"] / g["median_ms"] - 1) * 100 if g.get("median_ms") else 0.0
+        g_ms, c_ms = (m.get("level_ms", m.get("median_ms")) for m in (g, c))
+        change = (c_ms / g_ms - 1) * 100 if g_ms else 0.0
         lines.append(f"{'slower' if worse else 'ok':6} {_label(key)}: {change:+.1f}% against GOOD")
     return (1 if any(failed.values()) else 0), lines
 
@@ -347,8 +348,8 @@ def _point(run: Mapping[str, Any], result: Mapping[str, Any], commit: str) -> Po
         created=str(run.get("created") or ""),
         commit=commit,
         branch=None,
-        median_ms=float(metric["median_ms"]),
-        rounds_ms=tuple(metric.get("rounds_ms") or (metric["median_ms"],)),
+        median_ms=float(metric.get("level_ms", metric.get("median_ms"))),
+        rounds_ms=tuple(metric.get("rounds_ms") or (metric.get("level_ms", metric.get("median_ms")),)),
         kernels=tuple(kernels) if isinstance(kernels, list) else None,
         autotune=autotune if isinstance(autotune, dict) else None,
         environment=env,

@@ -340,7 +340,7 @@ def _measurements(run: Mapping[str, Any]) -> Iterator[tuple[SeriesKey, dict[str,
             data = result.get(metric)
             if not isinstance(data, dict):
                 continue
-            median = _number(data.get("median_ms"))
+            median = _number(data.get("level_ms", data.get("median_ms")))
             if median is None:
                 continue
             samples = _numbers(data.get("samples_ms"))
@@ -349,7 +349,7 @@ def _measurements(run: Mapping[str, Any]) -> Iterator[tuple[SeriesKey, dict[str,
             quants = _numbers(recorded.get("quantiles_ms")) or quantiles(samples)
             # A run file keeps host latency's rounds only in the entry it would record.
             rounds = _numbers(data.get("rounds_ms")) or _numbers(recorded.get("rounds_ms")) or [median]
-            ci = _numbers(data.get("ci_ms"))
+            ci = _numbers(data.get("round_range_ms", data.get("ci_ms")))
             row: dict[str, Any] = {
                 "verdict": result.get("verdict") if isinstance(result.get("verdict"), str) else None,
                 "method": data.get("method") if isinstance(data.get("method"), str) else None,
@@ -377,13 +377,13 @@ def _measurements(run: Mapping[str, Any]) -> Iterator[tuple[SeriesKey, dict[str,
                 row["kernels"] = None if kernels is None else _dumps(kernels)
                 row["autotune"] = None if autotune is None else _dumps(autotune)
                 row["reference_ratio"] = _number(reference.get("ratio"))
-                row["reference_ms"] = _number(reference.get("median_ms"))
+                row["reference_ms"] = _number(reference.get("level_ms", reference.get("median_ms")))
                 peak = memory.get("peak_bytes")
                 if isinstance(peak, int) and not isinstance(peak, bool) and peak >= 0:
                     row["peak_memory_bytes"] = peak
                 if isinstance(against.get("commit"), str):
                     row["against_commit"] = against["commit"]
-                    row["against_ms"] = _number(against.get("median_ms"))
+                    row["against_ms"] = _number(against.get("level_ms", against.get("median_ms")))
                 nbytes = throughput.get("bytes")
                 if isinstance(nbytes, int) and not isinstance(nbytes, bool) and nbytes > 0 and median > 0:
                     row["bytes"] = nbytes

@@ -46,8 +46,8 @@ def result(nodeid: str, median_ms: float, **shape: Unpack[ResultShape]) -> dict[
     samples_ms = [median_ms * (1 + rng.gauss(0, 0.002)) for _ in range(samples)]
     device_time: dict[str, Any] = {
         "method": "cupti",
-        "median_ms": median_ms,
-        "ci_ms": [median_ms * 0.999, median_ms * 1.001],
+        "level_ms": median_ms,
+        "round_range_ms": [median_ms * 0.999, median_ms * 1.001],
         "n": samples,
         "samples_ms": samples_ms,
     }
@@ -62,7 +62,7 @@ def result(nodeid: str, median_ms: float, **shape: Unpack[ResultShape]) -> dict[
         "cache": cache,
         "verdict": "same",
         "device_time": device_time,
-        "host_latency": None if host_ms is None else {"method": "cuda-event", "median_ms": host_ms},
+        "host_latency": None if host_ms is None else {"method": "cuda-event", "level_ms": host_ms},
         "baseline": None,
         "comparison": None,
         "host_comparison": None,
@@ -70,8 +70,8 @@ def result(nodeid: str, median_ms: float, **shape: Unpack[ResultShape]) -> dict[
         if reference_ratio is None
         else {
             "method": "cupti",
-            "median_ms": median_ms / reference_ratio,
-            "ci_ms": [median_ms / reference_ratio * 0.999, median_ms / reference_ratio * 1.001],
+            "level_ms": median_ms / reference_ratio,
+            "round_range_ms": [median_ms / reference_ratio * 0.999, median_ms / reference_ratio * 1.001],
             "samples_ms": [median_ms / reference_ratio],
             "ratio": reference_ratio,
             "max_ratio": 2.0,

@@ -22,7 +22,7 @@ def regression_message(
     """A slower verdict against the stored baseline: both levels, the evidence, where the baseline is,
     the diagnosis (`details`) and the update hint."""
     comparison = result.comparison
-    assert comparison is not None and result.median_ms is not None
+    assert comparison is not None and result.level_ms is not None
     base = baseline.device_time
     threshold = comparison.threshold or 0.0
     rounds = result.rounds_ms
@@ -34,7 +34,7 @@ def regression_message(
     )
     return (
         f"performance regression in {result.label} on {result.device}: "
-        f"{result.median_ms:.4g} ms vs baseline {base.level_ms:.4g} ms "
+        f"{result.level_ms:.4g} ms vs baseline {base.level_ms:.4g} ms "
         f"({comparison.change()}, practical floor {threshold * 100:g}%).\n"
         f"  evidence: {comparison.evidence()}{spread}.\n"
         f"  method: {result.method}, {result.cache} cache; baseline: {path} (recorded {baseline.recorded}).\n"
@@ -47,13 +47,13 @@ def against_message(result: BenchResult) -> str:
     """A slowdown against --kernelperf-against's revision: both levels, the paired evidence."""
     comparison, check = result.comparison, result.against
     assert comparison is not None and check is not None
-    assert result.median_ms is not None and check.median_ms is not None
+    assert result.level_ms is not None and check.level_ms is not None
     threshold = comparison.threshold or 0.0
     answers = f"; answers {check.answers}" if check.answers else ""
     placed = ", each pair at one memory placement" if result.placements else ""
     return (
         f"performance regression in {result.label} on {result.device}: "
-        f"{result.median_ms:.4g} ms vs {check.median_ms:.4g} ms at {check.revision} "
+        f"{result.level_ms:.4g} ms vs {check.level_ms:.4g} ms at {check.revision} "
         f"({comparison.change()}, practical floor {threshold * 100:g}%).\n"
         f"  evidence: {comparison.evidence()}.\n"
         f"  method: {result.method}, {result.cache} cache; both timed in this process in "
@@ -171,10 +171,10 @@ def memory_message(label: str, device: str, check: MemoryCheck, baseline_where: 
     )
 
 
-def ratio_message(label: str, device: str, median_ms: float, check: RatioCheck) -> str:
+def ratio_message(label: str, device: str, level_ms: float, check: RatioCheck) -> str:
     return (
-        f"ratio to reference exceeded in {label} on {device}: {median_ms:.4g} ms is "
-        f"{check.ratio:#.3g}x the reference's {check.reference_median_ms:.4g} ms "
+        f"ratio to reference exceeded in {label} on {device}: {level_ms:.4g} ms is "
+        f"{check.ratio:#.3g}x the reference's {check.reference_level_ms:.4g} ms "
         f"(max_ratio {check.max_ratio:g}).\n"
         f"  evidence: {check.evidence()}; both timed in this run with {check.method}, rounds interleaved.\n"
         f"  {RATIO_HINT}"
