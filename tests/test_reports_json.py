@@ -364,7 +364,7 @@ def test_an_unbounded_paired_interval_is_written_null_and_read_back_unbounded() 
             "results[0].device_time.level_ms: missing where median_ms is given",
         ),
         (
-            lambda d: d["results"][0]["baseline"].update(median_ms=d["results"][0]["baseline"].pop("level_ms")),
+            lambda d: (baseline := d["results"][0]["baseline"]).update(median_ms=baseline.pop("level_ms")),
             "results[0].baseline.level_ms: missing where median_ms is given",
         ),
         (lambda d: d["results"][0].update(verdict="worse"), "results[0].verdict: unknown verdict 'worse'"),
