@@ -206,9 +206,6 @@ class KernelBench:
             result,
             bytes_inferred=bytes_inferred,
             ratio=ratio,
-            baseline_round_range_ms=baseline.device_time.round_range_ms
-            if baseline
-            else result.baseline_round_range_ms,
             entry=entry,
             placements=len(timing.device_time.round_locations_ms) if rounds.placements is not None else 0,
             notes=(

@@ -164,6 +164,7 @@ def judge(run: CallRun, timing: Timing, measurement: Measurement, spec: CallSpec
         samples_ms=measured.samples_ms,
         round_range_ms=(min(measured.round_locations_ms), max(measured.round_locations_ms)),
         baseline_level_ms=baseline.device_time.level_ms if baseline else None,
+        baseline_round_range_ms=baseline.device_time.round_range_ms if baseline else None,
         comparison=comparison,
         host_method=host.method if host else None,
         host_level_ms=host.level_ms if host else None,
