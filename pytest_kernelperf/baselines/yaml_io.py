@@ -257,10 +257,11 @@ def _validate(data: Any, path: Path) -> dict[EntryKey, BaselineEntry]:
     if version is None:
         raise BaselineError(path, "missing schema_version", data.line)
     if type(version) is not int or version not in READABLE_SCHEMA_VERSIONS:  # not True, not 1.0
+        *older, last = map(str, READABLE_SCHEMA_VERSIONS)
         raise BaselineError(
             path,
-            f"unknown schema_version {version!r} (this pytest-kernelperf reads "
-            f"{' and '.join(map(str, READABLE_SCHEMA_VERSIONS))})",
+            f"unknown schema_version {version!r} "
+            f"(this pytest-kernelperf reads {', '.join(older)} and {last})",
             data.key_lines["schema_version"],
         )
     if "entries" not in data:
