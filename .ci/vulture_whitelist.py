@@ -10,7 +10,6 @@ from pytest_kernelperf.history import bisect, browser, portable
 from pytest_kernelperf.history.store import HistoryStore
 from pytest_kernelperf.kernel_bench import KernelBench
 from pytest_kernelperf.measure.placement import Placed
-from pytest_kernelperf.verdict import resample
 from pytest_kernelperf.verdict.stats import Summary
 
 _ = Whitelist()
@@ -38,10 +37,6 @@ portable.portable_note  # called by the session for "new" results and by the his
 HistoryStore.append_run  # --kernelperf-history
 atomic.GITIGNORE_LINE  # the .gitignore line docs/ci.md gives, checked by a test
 Placed.moved_arguments  # whether a round's arguments were copied: checked by the placement tests
-resample.every_baseline  # re-judging recorded rounds: studies/verdicts.py and verdict_simulation.py
-resample.simulate
-_.from_row
-_.rate
 testing.FakeMemoryProbe  # a public test double, like ScriptedTimer
 # Phases of CallCost and RunCost, read by name (model/result.py CALL_PHASES, results/cost.py RUN_PHASES).
 _.first_call

@@ -26,7 +26,6 @@ from pytest_kernelperf.measure.roofline import tensor_bytes
 from pytest_kernelperf.model.baseline import split_nodeid
 from pytest_kernelperf.model.result import BenchResult, Verdict
 from pytest_kernelperf.profiling.call_context import CallContext
-from pytest_kernelperf.profiling.explain import context_notes
 from pytest_kernelperf.settings import Settings
 from pytest_kernelperf.verdict.messages import named_twice
 
@@ -186,7 +185,7 @@ class KernelBench:
         device, baseline = measurement.device, measurement.baseline
         rounds = timed.set_up(spec, run, measurement, base, context)
         first = timed.measure(run, rounds, base, context)
-        memory, memory_notes = timed.memory(run, spec, rounds, baseline)
+        memory = timed.memory(run, spec, rounds, baseline)
         ratio = None
         with run.clock.phase("judge"):
             if spec.max_ratio is not None and first.reference is not None:
@@ -196,32 +195,16 @@ class KernelBench:
                 result = counterpart.judged_against(
                     result, run, device, first.timing, first.base, first.base_timing
                 )
-        timing, result, ratio = judged.confirmed(
-            run, rounds, measurement, spec, (first.timing, result, ratio), first.reference
-        )
+        judgement = (first.timing, result, ratio)
+        if judged.confirming(run, result):  # slower, or near it: measured again, and both judged
+            again = timed.measure_again(run, rounds)
+            judgement = judged.confirmed(run, measurement, spec, judgement, again, first.reference)
+        timing, result, ratio = judgement
         profiled = timed.profile(run, spec, rounds, result.verdict, first.record)
         with run.clock.phase("judge"):  # the entry's statistics (the first use imports scipy)
-            entry = as_stored(judged.entry(run, timing, device, profiled, first.record, memory))
-        result = replace(
-            result,
-            bytes_inferred=bytes_inferred,
-            ratio=ratio,
-            entry=entry,
-            placements=len(timing.device_time.round_locations_ms) if rounds.placements is not None else 0,
-            notes=(
-                *notes,
-                *timed.placement_notes(rounds, timing),
-                *result.notes,
-                *first.record.notes,
-                *context_notes(baseline, entry),
-                *memory_notes,
-            ),
-            memory=memory,
-            environment_changes=judged.environment_changes(baseline, entry.environment),
-        )
-        if profiled is not None:
-            artifacts = tuple(str(p) for p in profiled.artifacts)
-            result = replace(result, artifacts=artifacts, notes=result.notes + profiled.notes)
+            entry = as_stored(judged.entry(run, timing, device, profiled, first.record, memory[0]))
+        result = replace(result, bytes_inferred=bytes_inferred, ratio=ratio, entry=entry)
+        result = timed.finished(result, rounds, timing, first.record, memory, profiled, baseline, notes=notes)
         if run.settings.update:
             with run.clock.phase("baseline_io"):
                 judged.stage(run, measurement, result)

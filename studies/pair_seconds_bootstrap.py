@@ -8,7 +8,7 @@ warm-up, then its rounds' seconds per pair), and is judged by the package's
 `judge_pair` at the suite's level (alpha 0.01 over the kernels judged), once as drawn (A/A') and
 with +1% and +3% planted. Printed per kernel and per size class, for each `pair_seconds` given.
 Resampling assumes pairs independent within a process and no offset left between processes
-(docs/measurement.md: the ratio of the two is about 1).
+(docs/studies.md, "Does the process offset cancel?": the ratio of the two is about 1).
 
     python studies/pair_seconds_bootstrap.py FOLDER --seconds 1 2 4 --draws 1000
 """

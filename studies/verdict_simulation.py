@@ -55,7 +55,7 @@ def load(paths: list[Path]) -> dict[str, list[float]]:
 
 def main() -> None:
     from pytest_kernelperf.settings import Settings
-    from pytest_kernelperf.verdict.resample import simulate
+    from studies.resample import simulate
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

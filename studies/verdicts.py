@@ -310,10 +310,10 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
 
 def every_baseline(rows: list[dict[str, Any]]) -> str:
     """Each comparison judged against every other process's unchanged kernel as its baseline, by
-    the package's own re-judging (pytest_kernelperf.verdict.resample); rows without rounds (data
-    recorded before rounds) count their samples as one round."""
-    from pytest_kernelperf.verdict.resample import Measurement
-    from pytest_kernelperf.verdict.resample import every_baseline as judge_every_baseline
+    the package's judge (studies/resample.py); rows without rounds (data recorded before rounds)
+    count their samples as one round."""
+    from studies.resample import Measurement
+    from studies.resample import every_baseline as judge_every_baseline
 
     measurements = [Measurement.from_row(row) for row in rows]
     real: dict[tuple[str, str], list[float]] = {}

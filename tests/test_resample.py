@@ -1,13 +1,20 @@
-"""Re-judging recorded rounds (pytest_kernelperf.verdict.resample), on made-up data."""
+"""Re-judging recorded rounds (studies/resample.py, the studies' support for the package's judge),
+on made-up data."""
 
 from __future__ import annotations
 
 import math
 import random
+import sys
+from pathlib import Path
 
 import pytest
 
-from pytest_kernelperf.verdict.resample import Measurement, every_baseline, simulate
+# studies/ is not part of the package: it is imported from the checkout (appended, so that nothing
+# the path already finds is found anew there).
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+
+from studies.resample import Measurement, every_baseline, simulate
 
 
 def made_up(processes: int, variants: dict[str, float], round_sd: float = 0.002) -> list[Measurement]:

@@ -1,5 +1,6 @@
 """The judged stage: the baseline a call is judged against, the verdict (and max_ratio's), a slower
-verdict measured twice, the baseline entry of the measurement, and the failures it raises."""
+verdict's two measurements judged as one (the second taken by the timed stage), the baseline entry
+of the measurement, and the failures it raises. It judges; it times nothing."""
 
 from __future__ import annotations
 
@@ -10,12 +11,10 @@ from pathlib import Path
 from pytest_kernelperf.baselines import occasions
 from pytest_kernelperf.baselines.processes import another_occasion
 from pytest_kernelperf.baselines.yaml_io import BaselineError
-from pytest_kernelperf.call.context import CallRun, Measurement, Rounds
+from pytest_kernelperf.call.context import CallRun, Measurement
 from pytest_kernelperf.call.spec import CallSpec
 from pytest_kernelperf.formatting import utc_stamp
-from pytest_kernelperf.measure.clock import active
-from pytest_kernelperf.measure.interleave import OtherFailed, interleaved
-from pytest_kernelperf.measure.timing import Metric, Timing, TimingError, merge_rounds
+from pytest_kernelperf.measure.timing import Metric, Timing, merge_rounds
 from pytest_kernelperf.model.baseline import (
     CLOCK_KEY,
     THROTTLED_KEY,
@@ -39,7 +38,6 @@ from pytest_kernelperf.model.result import (
 )
 from pytest_kernelperf.profiling.call_context import CallRecord
 from pytest_kernelperf.profiling.capture import CallProfile
-from pytest_kernelperf.profiling.envdiff import differences
 from pytest_kernelperf.profiling.explain import regression_details
 from pytest_kernelperf.verdict import stats
 from pytest_kernelperf.verdict.busy_host import host_timed, unfit_to_record
@@ -61,7 +59,6 @@ from pytest_kernelperf.verdict.messages import (
     ratio_message,
     regression_message,
     strictly_not_judged,
-    timing_failed,
     undetermined_pair,
 )
 from pytest_kernelperf.verdict.ratio import check_ratio
@@ -164,7 +161,6 @@ def judge(run: CallRun, timing: Timing, measurement: Measurement, spec: CallSpec
         samples_ms=measured.samples_ms,
         round_range_ms=(min(measured.round_locations_ms), max(measured.round_locations_ms)),
         baseline_level_ms=baseline.device_time.level_ms if baseline else None,
-        baseline_round_range_ms=baseline.device_time.round_range_ms if baseline else None,
         comparison=comparison,
         host_method=host.method if host else None,
         host_level_ms=host.level_ms if host else None,
@@ -183,26 +179,30 @@ def judge(run: CallRun, timing: Timing, measurement: Measurement, spec: CallSpec
     )
 
 
+def confirming(run: CallRun, result: BenchResult) -> bool:
+    """Whether a first measurement is measured again before its verdict stands: slower, or near it,
+    against the stored baseline (docs/measurement.md#verdicts); never in a baseline update, which
+    judges nothing, nor against a revision."""
+    return result.against is None and not run.settings.update and remeasure_wanted(result.comparison)
+
+
 def confirmed(
     run: CallRun,
-    rounds: Rounds,
     measurement: Measurement,
     spec: CallSpec,
     first: tuple[Timing, BenchResult, RatioCheck | None],
+    again: tuple[Timing, Timing | None],
     reference: Timing | None = None,
 ) -> tuple[Timing, BenchResult, RatioCheck | None]:
-    """A first measurement slower, or near it, against the stored baseline: measured again, and one
-    test of both measurements' rounds decides (docs/measurement.md#verdicts), its ratio to the
-    reference with it. `first` (timing, result, ratio) as it is otherwise, and in a baseline update
-    (which judges nothing). `reference`: the reference's timing beside the first measurement."""
-    __tracebackhide__ = True
+    """A first measurement (`first`: timing, result, ratio) and its second (`again`, from
+    timed.measure_again: fn's timing, its reference's) judged by one test of both measurements'
+    rounds, its ratio to the reference with it; the result keeps each one's reading.
+    `reference`: the reference's timing beside the first measurement."""
     timing, result, ratio_check = first
-    if result.against is not None or run.settings.update or not remeasure_wanted(result.comparison):
-        return first
-    again, reference_again = _measured_again(run, rounds)
+    again_timing, reference_again = again
     with run.clock.phase("judge"):
-        alone = judge(run, again, measurement, spec)
-        timing = merge_rounds([timing, again])
+        alone = judge(run, again_timing, measurement, spec)
+        timing = merge_rounds([timing, again_timing])
         result = judge(run, timing, measurement, spec)
         if spec.max_ratio is not None and reference is not None and reference_again is not None:
             both = merge_rounds([reference, reference_again])
@@ -210,28 +210,6 @@ def confirmed(
         readings = (_reading(first[1]), _reading(alone))
         result = replace(result, readings=readings, notes=(*result.notes, _measured_twice(readings, result)))
     return timing, result, ratio_check
-
-
-def _measured_again(run: CallRun, rounds: Rounds) -> tuple[Timing, Timing | None]:
-    """fn measured once more as it was the first time (in rounds alternating with its reference's
-    where it has one); the reference's timing too."""
-    __tracebackhide__ = True
-    reference = rounds.others.get("reference")
-    what = f"measuring {run.label} again to confirm a slower verdict"
-    with run.step("rounds", what, less=("warmup",)), active(run.clock):
-        try:
-            timing, others = interleaved(
-                rounds.timer, rounds.target, [reference] if reference else [], rounds.plan
-            )
-        except OtherFailed as failed:
-            raise failed.error from None  # the reference's error is the test's
-        except TimingError as exc:
-            timing, others, problem = None, [], exc
-    if timing is None:  # outside the except block: no chained traceback
-        run.host.fail(timing_failed(run.nodeid, problem, again=True))
-    for note in timing.notes:
-        run.warn(note)
-    return timing, (others[0] if others else None)
 
 
 def _reading(result: BenchResult) -> Reading:
@@ -350,13 +328,6 @@ def environment_of(timing: Timing, device: DeviceInfo) -> dict[str, str]:
         environment[CLOCK_KEY] = str(timing.health.clock_mhz)
         environment[THROTTLED_KEY] = ", ".join(timing.health.throttled) or "no"
     return environment
-
-
-def environment_changes(
-    baseline: BaselineEntry | None, environment: dict[str, str]
-) -> tuple[str, ...] | None:
-    """What differs between the baseline's environment and this measurement's (None: no baseline)."""
-    return None if baseline is None else tuple(differences(baseline.environment, environment))
 
 
 def throttling_of(timing: Timing, baseline: BaselineEntry | None = None) -> Throttling | None:

@@ -1,6 +1,7 @@
 """The timed stage: the timer and what it times (fn, its reference for max_ratio, its counterpart at
-another revision, each round at its own memory placement), the rounds taken in turn, then the call's
-device memory and, where wanted, its profile."""
+another revision, each round at its own memory placement), the rounds taken in turn (and once more
+to confirm a slower verdict), then the call's device memory and, where wanted, its profile; and the
+judged result finished with what the stage found."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from pytest_kernelperf.measure.placement import Placements
 from pytest_kernelperf.measure.timing import Metric, Target, Timer, Timing, TimingError
 from pytest_kernelperf.model.baseline import BaselineEntry
 from pytest_kernelperf.model.device import DeviceInfo
-from pytest_kernelperf.model.result import MemoryCheck, Verdict
+from pytest_kernelperf.model.result import BenchResult, MemoryCheck, Verdict
 from pytest_kernelperf.profiling import ncu as nsight
 from pytest_kernelperf.profiling.call_context import CallContext, CallRecord
 from pytest_kernelperf.profiling.capture import (
@@ -31,6 +32,8 @@ from pytest_kernelperf.profiling.capture import (
     artifact_folder,
     inventory_budget,
 )
+from pytest_kernelperf.profiling.envdiff import differences
+from pytest_kernelperf.profiling.explain import context_notes
 from pytest_kernelperf.verdict import noise
 from pytest_kernelperf.verdict.memory import judge_memory
 from pytest_kernelperf.verdict.messages import no_timer, timing_failed
@@ -138,6 +141,28 @@ def measure(run: CallRun, rounds: Rounds, base: Counterpart | None, context: Cal
     for note in (*record.notes, *timing.notes):
         run.warn(note)
     return Timed(timing, by_role.get("reference"), base, by_role.get("base"), record)
+
+
+def measure_again(run: CallRun, rounds: Rounds) -> tuple[Timing, Timing | None]:
+    """fn measured once more as it was the first time, to confirm a slower verdict (in rounds
+    alternating with its reference's where it has one); the reference's timing too."""
+    __tracebackhide__ = True
+    reference = rounds.others.get("reference")
+    what = f"measuring {run.label} again to confirm a slower verdict"
+    with run.step("rounds", what, less=("warmup",)), active(run.clock):
+        try:
+            timing, others = interleaved(
+                rounds.timer, rounds.target, [reference] if reference else [], rounds.plan
+            )
+        except OtherFailed as failed:
+            raise failed.error from None  # the reference's error is the test's
+        except TimingError as exc:
+            timing, others, problem = None, [], exc
+    if timing is None:  # outside the except block: no chained traceback
+        run.host.fail(timing_failed(run.nodeid, problem, again=True))
+    for note in timing.notes:
+        run.warn(note)
+    return timing, (others[0] if others else None)
 
 
 def _placements(
@@ -266,3 +291,45 @@ def counters(
     slower = verdict is Verdict.SLOWER
     with run.step("profile", f"reading Nsight Compute counters of {run.label}"):
         return nsight.stage(run.devices.ncu, run.settings, run.nodeid, run.name, slower, record, profiled)
+
+
+def finished(
+    result: BenchResult,
+    rounds: Rounds,
+    timing: Timing,
+    record: CallRecord,
+    memory: tuple[MemoryCheck | None, tuple[str, ...]],
+    profiled: CallProfile | None,
+    baseline: BaselineEntry | None,
+    *,
+    notes: tuple[str, ...],
+) -> BenchResult:
+    """The judged `result`, which carries its entry, with what this stage found: the placements of
+    the rounds of `timing` (the timing judged), the device memory (`memory`: the check and its
+    notes), the profile's files, what the call's context recorded, and against the baseline the
+    entry's context and environment; its notes after the first call's (`notes`)."""
+    entry = result.entry
+    assert entry is not None
+    check, memory_notes = memory
+    changes = None if baseline is None else tuple(differences(baseline.environment, entry.environment))
+    result = replace(
+        result,
+        baseline_round_range_ms=baseline.device_time.round_range_ms
+        if baseline
+        else result.baseline_round_range_ms,
+        placements=len(timing.device_time.round_locations_ms) if rounds.placements is not None else 0,
+        notes=(
+            *notes,
+            *placement_notes(rounds, timing),
+            *result.notes,
+            *record.notes,
+            *context_notes(baseline, entry),
+            *memory_notes,
+        ),
+        memory=check,
+        environment_changes=changes,
+    )
+    if profiled is not None:
+        artifacts = tuple(str(p) for p in profiled.artifacts)
+        result = replace(result, artifacts=artifacts, notes=result.notes + profiled.notes)
+    return result

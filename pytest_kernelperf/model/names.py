@@ -16,7 +16,9 @@ METHODS = ("auto", "wall-clock", "cuda-event", "cuda-graph", "cupti")
 # other names of the same shape are accepted by the readers.
 BUILTIN_METHODS = ("wall-clock", "cuda-event", "cuda-graph", "cupti", "scripted")
 # The timers whose time includes the Python code of the call (cuda-graph replays kernels alone,
-# cupti times kernels alone).
+# cupti times kernels alone): the host's clocks. The one list: the noise priors give them their own
+# values (verdict/noise.py), a busy host makes them unreliable (verdict/busy_host.py), and a
+# counterpart's imports at its first call show in them (call/counterpart.py).
 HOST_PATH_METHODS = ("wall-clock", "cuda-event")
 
 # Where each round's memory lies: a fresh placement per round, or the process's as it is.

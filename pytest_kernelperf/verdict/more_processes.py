@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from pytest_kernelperf.model.names import HOST_PATH_METHODS
 from pytest_kernelperf.verdict import noise
 from pytest_kernelperf.verdict.judge import Rounds, StoredMetric, round_test, undetermined_beyond
 from pytest_kernelperf.verdict.prior import NoisePrior, level_variance
@@ -54,7 +55,7 @@ def another_process(record: StoredMetric, judged: Judgeable) -> str | None:
         if record.occasion_processes
         else baseline.processes
     )
-    if len(parts) < 2 or baseline.legacy or record.method in noise.HOST_METHODS:
+    if len(parts) < 2 or baseline.legacy or record.method in HOST_PATH_METHODS:
         return None
     # A stand-in for the next judging run: the last process's rounds, as many as a run plans.
     last = parts[-1]

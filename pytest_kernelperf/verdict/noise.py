@@ -17,6 +17,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from pytest_kernelperf.model.names import HOST_PATH_METHODS
+
 # Between-process component of a measurement's level (relative SD), by per-call time: added to the
 # noise of the difference of two measurements made in different processes, since a baseline comes
 # from one process and each run is another. A process's rounds cannot see it. Measured on one H200
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 # per kernel, the SD of a process's level beyond what its rounds explain. Each value is the upper
 # quartile of its class over the first 14 processes, rounded up to 0.05% (0.32%, 0.28%, 0.12%; the
 # largest kernel 0.43%, 0.44%, 0.13%); the other 7 processes checked them. Processes timing on one GPU
-# at the same time moved far more (up to 5.7%): see docs/measurement.md.
+# at the same time moved far more (up to 5.7%): docs/measurement.md#calibration.
 PROCESS_LEVEL_SD: tuple[tuple[float, float], ...] = (
     # (upper bound of the class in ms, relative SD)
     (1e-2, 0.0035),
@@ -63,7 +65,7 @@ OCCASION_DF = 30.0
 def occasion_level_sd(level_ms: float, method: str = "cupti") -> float:
     """The between-occasion SD (relative) of a measurement taking `level_ms` per call; host clocks'
     process term already spans far more than any occasion moves them."""
-    if method in HOST_METHODS:
+    if method in HOST_PATH_METHODS:
         return 0.0
     return next(sd for upper, sd in OCCASION_LEVEL_SD if level_ms < upper)
 
@@ -82,7 +84,7 @@ HISTORY_MAX_RUNS = 40
 
 def process_level_sd(level_ms: float, method: str = "cupti") -> float:
     """The between-process SD (relative) of a measurement taking `level_ms` per call."""
-    if method in HOST_METHODS:
+    if method in HOST_PATH_METHODS:
         return HOST_PROCESS_LEVEL_SD
     return next(sd for upper, sd in PROCESS_LEVEL_SD if level_ms < upper)
 
@@ -132,14 +134,14 @@ BUILTIN_ROUND_SD: tuple[tuple[float, float, str], ...] = (
     (10.0, 0.002, "guess: not measured yet"),
     (math.inf, 0.004, "guess: not measured yet"),
 )
-# Host-side clocks (wall clock, CUDA events around each call) include the launch path and the
-# host's scheduler: a few percent from round to round on a shared machine.
-HOST_METHODS = ("wall-clock", "cuda-event")
+# Host-side clocks (model/names.py HOST_PATH_METHODS: the wall clock, CUDA events around each call)
+# include the launch path and the host's scheduler: a few percent from round to round on a shared
+# machine.
 BUILTIN_HOST_ROUND_SD = 0.03
 
 
 def builtin_round_sd(level_ms: float, method: str) -> float:
-    if method in HOST_METHODS:
+    if method in HOST_PATH_METHODS:
         return BUILTIN_HOST_ROUND_SD
     for upper, sd, _ in BUILTIN_ROUND_SD:
         if level_ms < upper:

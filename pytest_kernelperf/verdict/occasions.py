@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from pytest_kernelperf.model.names import HOST_PATH_METHODS
 from pytest_kernelperf.verdict import noise
 from pytest_kernelperf.verdict import prior as prior_mod
 
@@ -46,7 +47,7 @@ def occasion_term(
     given the between-process and round variances the judgement uses for it."""
     class_sd = noise.occasion_level_sd(level_ms, method)
     count = len(occasions)
-    if count < 2 or method in noise.HOST_METHODS:  # a host clock's process term spans any occasion
+    if count < 2 or method in HOST_PATH_METHODS:  # a host clock's process term spans any occasion
         return OccasionTerm(class_sd**2, noise.OCCASION_DF, "1 recording occasion")
     levels = [math.fsum(prior_mod.log_level(p) for p in occasion) / len(occasion) for occasion in occasions]
     grand = math.fsum(levels) / count
@@ -132,7 +133,7 @@ def needs_occasions(record: Recorded, step_ms: float | None = None) -> ProcessOf
     beyond NEEDS_OCCASIONS_P (see there), or None. The timer's step, where known, widens what the
     processes may differ by: a level that sits on steps lands within one from process to process."""
     parts = prior_mod.groups(record.rounds_ms, record.process_rounds)
-    if len(record.occasion_processes) > 1 or len(parts) < 2 or record.method in noise.HOST_METHODS:
+    if len(record.occasion_processes) > 1 or len(parts) < 2 or record.method in HOST_PATH_METHODS:
         return None
     from scipy.special import chdtrc  # the chi-square upper tail; loaded on first use
 

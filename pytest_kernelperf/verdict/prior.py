@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pytest_kernelperf.model.baseline import split_by_counts
+from pytest_kernelperf.model.names import HOST_PATH_METHODS
 from pytest_kernelperf.verdict import noise
 
 # A fit needs this many entries with an estimate; fewer leave the built-in values.
@@ -194,7 +195,7 @@ class NoisePrior:
         if fit is None:
             label = (
                 "host clocks"
-                if method in noise.HOST_METHODS
+                if method in HOST_PATH_METHODS
                 else f"{noise.size_class(level_ms).label} kernels"
             )
             return PriorSD(builtin, BUILTIN_PROCESS_DF, f"{builtin:.2%} built in for {label}")

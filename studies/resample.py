@@ -1,7 +1,9 @@
 """Re-judging recorded rounds with the one judge: how often it raises false alarms, and what it catches.
 
-Used by the studies (studies/verdicts.py --every-baseline, studies/verdict_simulation.py), which feed
-it measured data; tested here on made-up data. Pure module: no torch, no pytest.
+The studies' support for the package's judge (studies/verdicts.py --every-baseline,
+studies/verdict_simulation.py), which feed it measured data; tests/test_resample.py checks it on
+made-up data. Outside the package (no run uses it), it imports only the package's verdict/ and
+model/: no torch, no pytest.
 
 * `every_baseline`: each measurement judged against every other process's unchanged measurement as
   its baseline (N processes give N*(N-1) pairs from the same data).
