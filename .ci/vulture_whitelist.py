@@ -46,5 +46,10 @@ _.collection
 _.recording_processes
 _.baseline_writes
 _.peak_bandwidth
+# Columns of the history's rows, written by name (history/rows.py MEASUREMENT_COLUMNS, RUN_COLUMNS).
+_.against_commit
+_.against_ms
+_.peak_gb_per_s
+_.commit_sha
 # Held, never read: a round's memory pool stays alive until the next round (measure/placement.py).
 _._last_pool

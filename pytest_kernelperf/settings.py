@@ -180,7 +180,7 @@ def _path(value: Any) -> Path:
     return Path(text)
 
 
-# The URL schemes of a history on a PostgreSQL server (history/server.py connects to them).
+# The URL schemes of a history on a PostgreSQL server (history/database.py connects to them).
 SERVER_SCHEMES = ("postgresql", "postgres")
 # A URL's scheme (RFC 3986) before `:/` (a Path folds `//` into `/`), of two characters at least
 # (`C:/...` is a Windows path), or a server scheme before any `:`.

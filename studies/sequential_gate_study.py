@@ -89,6 +89,9 @@ def measure(args: argparse.Namespace) -> None:
             process = run_pytest(f"{kind}-{index}", argv, {}, budget.left(), json_path=json_path, cwd=repo)
             (where / f"run-{index:03d}.log").write_text(process.stdout)
             print(f"{kind} process {index}: rc {process.rc}, {process.wall_s:.0f} s", flush=True)
+            if process.rc not in (0, 1):  # interrupted, a collection or usage error: no verdicts to count
+                print(process.stdout[-4000:], flush=True)
+                raise SystemExit(f"the {kind} process {index} ended with exit status {process.rc}; stopped")
             if not json_path.exists():  # killed at the budget, or nothing ran
                 print(process.stdout[-4000:], flush=True)
                 if index < 2:

@@ -251,7 +251,8 @@ def test_outside_a_git_repository_the_option_says_so(pytester: pytest.Pytester) 
 def test_the_history_keeps_the_pair_and_learns_no_noise_from_it(
     pytester: pytest.Pytester, repo: Path
 ) -> None:
-    from pytest_kernelperf.history.store import HistoryStore, SeriesKey
+    from pytest_kernelperf.history.rows import SeriesKey
+    from pytest_kernelperf.history.store import HistoryStore
 
     run(pytester, "--kernelperf-against", "HEAD", "--kernelperf-history=h.sqlite").assert_outcomes(passed=2)
     head = git_run(repo, "rev-parse", "HEAD").strip()

@@ -93,6 +93,7 @@ def test_cold_cache_is_not_faster_than_hot() -> None:
     assert cold >= 0.98 * hot
 
 
+@pytest.mark.slow  # builds the example's CUDA extension where torch's cache has none: a minute or more
 def test_example_cuda_gelu_matches_reference() -> None:
     from example_kernels.gelu import cuda_gelu, pytorch_gelu
 

@@ -3,7 +3,6 @@ the update run that recorded its baselines, and bisect's judge of the same two r
 
 from __future__ import annotations
 
-import json
 import textwrap
 from dataclasses import replace
 
@@ -40,9 +39,7 @@ def test_the_run_compare_and_bisect_give_the_same_verdicts_on_one_saved_run(proj
 
     in_run = {saved_runs.key_of(r): r for r in new.results}
     compared = {saved_runs.key_of(r): r for r in saved_runs.compare_runs(old, new).results}
-    old_data = json.loads((folder / "old.json").read_text())
-    new_data = json.loads((folder / "new.json").read_text())
-    bisected = bisect.judge_against(old_data, new_data, threshold=DEFAULTS["threshold"])
+    bisected = bisect.judge_against(old, new, threshold=DEFAULTS["threshold"])
 
     # The pytest run: its failed tests are those `failures` names.
     assert {r.nodeid for r in in_run.values() if failures(r)} == failed
@@ -67,7 +64,7 @@ def test_the_run_compare_and_bisect_give_the_same_verdicts_on_one_saved_run(proj
         wanted = [f for f in failures(result) if f is not Failure.MAX_RATIO]
         assert failures(judged) == wanted, key
     assert {r.verdict for r in in_run.values()} == {Verdict.SAME, Verdict.SLOWER, Verdict.FASTER, Verdict.NEW}
-    status, lines = bisect.judge(old_data, new_data, 0.05)
+    status, lines = bisect.judge(old, new, 0.05)
     assert status == 1
     assert [line.split()[1] for line in lines if line.startswith("slower")] == [
         "test_kernels.py::test_param[b]"

@@ -191,41 +191,24 @@ def test_kernels_split_in_two_show_the_calls_dram_bytes() -> None:
     )
 
 
-def test_the_history_keeps_counters_per_series_and_run() -> None:
-    import sqlite3
-
+def test_the_history_keeps_counters_per_series_and_run(tmp_path: Path) -> None:
     from pytest_kernelperf.history import counters
+    from pytest_kernelperf.history import synthetic_runs as rf
+    from pytest_kernelperf.history.rows import SeriesKey, counters_of
+    from pytest_kernelperf.history.store import HistoryStore
+    from pytest_kernelperf.results import runfile
 
-    db = sqlite3.connect(":memory:")
-    db.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY)")
-    db.execute("CREATE TABLE series (id INTEGER PRIMARY KEY)")
-    for statement in counters.MIGRATION:
-        db.execute(statement)
-    add = {"name": "add", "launches": 1, "metrics": {"dram_read_bytes": 64.0, "occupancy_pct": 62.0}}
-    run = {
-        "results": [
-            {
-                "nodeid": "t.py::a",
-                "name": None,
-                "device": "H200",
-                "cache": "hot",
-                "baseline_entry": {"counters": [add]},
-            },
-            {
-                "nodeid": "t.py::b",
-                "device": "H200",
-                "cache": "hot",
-                "baseline_entry": {"counters": "damaged"},
-            },
-            {"nodeid": "t.py::c", "device": "H200", "cache": "hot", "baseline_entry": None},
-        ]
-    }
-    found = list(counters.rows(run))
-    assert [key for key, _ in found] == [("t.py::a", "", "H200", "hot", "device_time")]
-    assert counters.insert(db, 7, {found[0][0]: 3}, found) == 1
-    assert counters.read(db, 3) == {
-        7: (KernelCounters("add", 1, {"dram_read_bytes": 64.0, "occupancy_pct": 62.0}),)
-    }
+    metrics = {"dram_read_bytes": 64.0, "occupancy_pct": 62.0}
+    run = rf.run([rf.result("t.py::a", 1.0), rf.result("t.py::b", 1.0), rf.result("t.py::c", 1.0)])
+    run["results"][0]["baseline_entry"]["counters"] = [{"name": "add", "launches": 1, "metrics": metrics}]
+    run["results"][2]["baseline_entry"] = None
+    found = list(counters_of(runfile.check(run).report))
+    key = SeriesKey("t.py::a", "", rf.H200, "hot", "device_time")
+    assert found == [(key, KernelCounters("add", 1, metrics))]
+    with HistoryStore(tmp_path / "history.sqlite") as store:
+        stored = store.ingest(run)
+        (series_id,) = [sid for sid, k in store.series().items() if k == key]
+        assert counters.read(store.db, series_id) == {stored.run_id: (KernelCounters("add", 1, metrics),)}
 
 
 @pytest.mark.parametrize(

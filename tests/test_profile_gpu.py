@@ -17,7 +17,12 @@ import pytest
 import torch
 from conftest import SCRIPTED_CONFTEST
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+# Each test records and judges in pytest subprocesses (the slow tier's rule): a fresh torch, CUDA
+# context and Triton compile per process.
+pytestmark = [
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+    pytest.mark.slow,
+]
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -11,6 +11,8 @@ See docs/history.md.
 
 from __future__ import annotations
 
-from .store import HistoryError, HistoryStore, git_info
+from .database import HistoryError
+from .git import git_info
+from .store import HistoryStore
 
 __all__ = ["HistoryError", "HistoryStore", "git_info"]

@@ -41,6 +41,7 @@ from pytest_kernelperf.model.baseline import BaselineEntry, EntryKey, MetricReco
 from pytest_kernelperf.model.device import CARD_KEY
 from pytest_kernelperf.model.result import BenchResult
 from pytest_kernelperf.results import runfile
+from pytest_kernelperf.results.runfile import RunReport, kernel_data
 from pytest_kernelperf.settings import DEFAULTS, argument_type, judged_setting
 from pytest_kernelperf.verdict.judgement import (
     JudgementContext,
@@ -52,7 +53,8 @@ from pytest_kernelperf.verdict.judgement import (
 )
 
 from .changepoints import attribute
-from .store import Point
+from .points import Point
+from .rows import environment_of
 
 SKIP = 125  # git bisect run: this commit cannot be judged
 EXIT_FOUND = 0  # a first bad commit
@@ -68,50 +70,40 @@ class BisectError(Exception):
     pass
 
 
-def _record(metric: Mapping[str, Any]) -> MetricRecord | None:
-    """A run file's `results[].device_time` as the judge reads a stored metric; a side without rounds
-    (a file from before rounds) stands as one round of its median; None without a usable median."""
-    median, rounds = metric.get("level_ms", metric.get("median_ms")), metric.get("rounds_ms") or []
-    values = tuple(v for v in rounds if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0)
-    if not isinstance(median, (int, float)) or isinstance(median, bool) or median <= 0:
-        return None
-    step = metric.get("resolution_ms")
+def _record(result: BenchResult) -> MetricRecord:
+    """A result's device time as the judge reads a stored metric: its level and rounds (a side
+    without rounds, from a file before rounds, stands as one round of its level)."""
+    level = result.level_ms
+    assert level is not None
     return MetricRecord(
-        method=str(metric.get("method") or "unknown"),
-        median_ms=float(median),
-        ci_ms=(float(median), float(median)),
+        method=result.method or "unknown",
+        # Read only without rounds, where a record's median is its level (MetricRecord.level_ms):
+        # a file from before rounds judged its samples' median.
+        median_ms=level,
+        ci_ms=(level, level),
         n=0,
         quantiles_ms=(),
-        rounds_ms=values,
-        resolution_ms=float(step) if isinstance(step, (int, float)) and step > 0 else None,
+        rounds_ms=result.rounds_ms,
+        resolution_ms=result.resolution_ms,
     )
 
 
-def _card(result: Mapping[str, Any]) -> str | None:
+def _card(result: BenchResult) -> str | None:
     """The card that measured a result, where its stored entry names it."""
-    entry = result.get("baseline_entry")
-    environment = entry.get("environment") if isinstance(entry, dict) else None
-    card = environment.get(CARD_KEY) if isinstance(environment, dict) else None
-    return str(card) if card else None
+    return (result.entry.environment.get(CARD_KEY) or None) if result.entry is not None else None
 
 
 @dataclass(frozen=True)
 class _Measurements:
-    """A run file's timed results, as the judgement reads them: per key, the device-time record,
-    and the whole run as a baseline set (its prior, its entries)."""
+    """A run's timed results, as the judgement reads them: per key, the device-time record, and the
+    whole run as a baseline set (its prior, its entries)."""
 
     records: dict[Key, tuple[MetricRecord, str | None]]
     settings: Mapping[str, Any]
 
     @classmethod
-    def of(cls, run: Mapping[str, Any]) -> _Measurements:
-        records = {}
-        for key, result in _results(run).items():
-            record = _record(result["device_time"])
-            if record is not None:
-                records[key] = (record, _card(result))
-        settings = run.get("settings")
-        return cls(records, settings if isinstance(settings, dict) else {})
+    def of(cls, run: RunReport) -> _Measurements:
+        return cls({key: (_record(r), _card(r)) for key, r in _results(run).items()}, run.settings)
 
     def entry(self, key: Key) -> BaselineEntry | None:
         found = self.records.get(key)
@@ -130,9 +122,7 @@ def _module_test(key: Key) -> tuple[str, str]:
     return module, test if not key[1] else f"{test}::{key[1]}"
 
 
-def judge_against(
-    good: Mapping[str, Any], candidate: Mapping[str, Any], threshold: float
-) -> dict[Key, BenchResult]:
+def judge_against(good: RunReport, candidate: RunReport, threshold: float) -> dict[Key, BenchResult]:
     """Per result the two runs share: the candidate's judged against GOOD's, as a pytest
     run or `compare` judges a measurement against its baseline (verdict/judgement.py): the noise
     prior pooled from GOOD's results, alpha (GOOD's run setting) over the results judged, `threshold`
@@ -163,16 +153,16 @@ def judge_against(
     return out
 
 
-def _results(run: Mapping[str, Any]) -> dict[Key, Mapping[str, Any]]:
-    out: dict[Key, Mapping[str, Any]] = {}
-    for r in run.get("results") or []:
-        if isinstance(r, dict) and isinstance(r.get("device_time"), dict):
-            key = (str(r.get("nodeid")), str(r.get("name") or ""), str(r.get("device")), str(r.get("cache")))
-            out.setdefault(key, r)
+def _results(run: RunReport) -> dict[Key, BenchResult]:
+    """The run's timed results by key (the first of a key that appears twice)."""
+    out: dict[Key, BenchResult] = {}
+    for r in run.results:
+        if r.level_ms is not None:
+            out.setdefault((r.nodeid, r.name or "", r.device, r.cache), r)
     return out
 
 
-def judge(good: Mapping[str, Any], candidate: Mapping[str, Any], threshold: float) -> tuple[int, list[str]]:
+def judge(good: RunReport, candidate: RunReport, threshold: float) -> tuple[int, list[str]]:
     """(exit status for git bisect run, one line per compared result)."""
     goods, cands = _results(good), _results(candidate)
     if not any(k in cands for k in goods):
@@ -182,28 +172,27 @@ def judge(good: Mapping[str, Any], candidate: Mapping[str, Any], threshold: floa
     }
     lines = []
     for key in (k for k in goods if k in cands):
-        g, c = goods[key]["device_time"], cands[key]["device_time"]
+        g, c = goods[key].level_ms, cands[key].level_ms
         worse = failed.get(key, False)
-        g_ms, c_ms = (m.get("level_ms", m.get("median_ms")) for m in (g, c))
-        change = (c_ms / g_ms - 1) * 100 if g_ms else 0.0
+        change = (c / g - 1) * 100 if g and c else 0.0
         lines.append(f"{'slower' if worse else 'ok':6} {_label(key)}: {change:+.1f}% against GOOD")
     return (1 if any(failed.values()) else 0), lines
 
 
-def judge_paired_run(candidate: Mapping[str, Any]) -> tuple[int, list[str]]:
+def judge_paired_run(candidate: RunReport) -> tuple[int, list[str]]:
     """(exit status for git bisect run, one line per result) of a run made with
     `--kernelperf-against GOOD`: its own paired verdicts."""
     lines, slower = [], False
     for key, result in _results(candidate).items():
-        against, comparison = result.get("against"), result.get("comparison")
-        if not isinstance(against, dict) or not isinstance(comparison, dict):
+        comparison = result.comparison
+        if result.against is None or comparison is None:
             continue
-        verdict = str(result.get("verdict"))
+        verdict = str(result.verdict)
         if verdict not in ("same", "slower", "faster"):
-            lines.append(f"{verdict:6} {_label(key)}: {comparison.get('reason') or 'not judged'}")
+            lines.append(f"{verdict:6} {_label(key)}: {comparison.reason or 'not judged'}")
             continue
         slower = slower or verdict == "slower"
-        change = (float(comparison.get("ratio") or 1.0) - 1) * 100
+        change = ((comparison.ratio or 1.0) - 1) * 100
         word = "slower" if verdict == "slower" else "ok"
         lines.append(f"{word:6} {_label(key)}: {change:+.1f}% against GOOD, paired in one process")
     if not any(line.startswith(("slower", "ok")) for line in lines):
@@ -229,10 +218,8 @@ def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProc
     return done
 
 
-def run_pytest(
-    worktree: Path, pytest_args: Sequence[str], json_path: Path, log: Path
-) -> dict[str, Any] | None:
-    """Time the checkout in a fresh process; its run file's JSON, or None when none was written.
+def run_pytest(worktree: Path, pytest_args: Sequence[str], json_path: Path, log: Path) -> RunReport | None:
+    """Time the checkout in a fresh process; its run file, or None when none was written.
 
     The artefacts folder is shared by all commits (beside the log), so that the device's copy
     bandwidth is measured once per bisection; PYTEST_ARGS come last and may override it."""
@@ -254,7 +241,7 @@ def run_pytest(
         out.flush()
         subprocess.run(command, cwd=worktree, stdout=out, stderr=subprocess.STDOUT, check=False)
     try:
-        return runfile.read(json_path).data
+        return runfile.load(json_path)
     except runfile.RunFileError as exc:
         if json_path.exists():  # written, and refused: the log says why
             with log.open("a", encoding="utf-8") as out:
@@ -262,10 +249,10 @@ def run_pytest(
         return None
 
 
-def read_run(path: Path) -> dict[str, Any]:
-    """A run file's JSON, through the run file gateway (results/runfile.py)."""
+def read_run(path: Path) -> RunReport:
+    """A run file, through the run file gateway (results/runfile.py)."""
     try:
-        return runfile.read(path).data
+        return runfile.load(path)
     except runfile.RunFileError as exc:
         raise BisectError(str(exc)) from None
 
@@ -331,37 +318,25 @@ def _judgements(runs: Path) -> dict[str, tuple[str, list[str]]]:
     return out
 
 
-def _point(run: Mapping[str, Any], result: Mapping[str, Any], commit: str) -> Point:
+def _point(run: RunReport, result: BenchResult, commit: str) -> Point:
     """A run file's result as a history point, for attribution."""
-    env: dict[str, str] = {
-        str(k): str(v) for k, v in (run.get("environment") or {}).items() if k != "xdist_worker"
-    }
-    for device in run.get("devices") or []:
-        if isinstance(device, dict) and device.get("name") == result.get("device"):
-            env.update({str(k): str(v) for k, v in (device.get("environment") or {}).items()})
-    entry = result.get("baseline_entry") if isinstance(result.get("baseline_entry"), dict) else {}
-    kernels = entry.get("kernels") if isinstance(entry, dict) else None
-    autotune = result.get("autotune", entry.get("autotune") if isinstance(entry, dict) else None)
-    metric = result["device_time"]
+    entry, level = result.entry, result.level_ms
+    assert level is not None
     return Point(
         run_id=0,
-        created=str(run.get("created") or ""),
+        created=run.created,
         commit=commit,
         branch=None,
-        median_ms=float(metric.get("level_ms", metric.get("median_ms"))),
-        rounds_ms=tuple(metric.get("rounds_ms") or (metric.get("level_ms", metric.get("median_ms")),)),
-        kernels=tuple(kernels) if isinstance(kernels, list) else None,
-        autotune=autotune if isinstance(autotune, dict) else None,
-        environment=env,
+        median_ms=level,
+        rounds_ms=result.rounds_ms or (level,),
+        kernels=None if entry is None or entry.kernels is None else tuple(map(kernel_data, entry.kernels)),
+        autotune=entry.autotune if entry is not None else None,
+        environment=environment_of(run, result.device),
     )
 
 
 def explain(
-    before: Mapping[str, Any],
-    after: Mapping[str, Any],
-    before_commit: str,
-    after_commit: str,
-    threshold: float,
+    before: RunReport, after: RunReport, before_commit: str, after_commit: str, threshold: float
 ) -> list[str]:
     """One line per result slower in `after` than in `before`, with its attribution."""
     lines = []
@@ -523,7 +498,7 @@ def _bisect(job: _Bisection, out: TextIO, work: Path) -> int:
     runs = work / "runs"
     log = runs / "pytest.log"
     good_tree, bisect_tree = work / "good", work / "bisect"
-    good_run: dict[str, Any] | None = None
+    good_run: RunReport | None = None
     if not paired:  # paired: GOOD is timed beside every commit instead
         _git(top, "worktree", "add", "--detach", str(good_tree), good_sha)
         print(f"timing GOOD {good_sha[:10]} in {good_tree}", file=out, flush=True)

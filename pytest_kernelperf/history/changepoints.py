@@ -4,9 +4,9 @@ Detection is split and merge (Hunter's, Fleming et al. 2023, as in Apache Otava)
 binary segmentation proposes candidate splits (`pip install ruptures`, or the `history` extra), and
 the least significant is merged away until every one left passes a two-sided Welch t-test between
 the segments on either side (at most `window` runs each) and changes the level by at least
-`min_magnitude`. Each run contributes one value, the mean of its rounds (`rounds_ms`; a run file without
-rounds gives its median as the one round). Parameters were tuned on synthetic histories
-(studies/history/synthetic.py; figures in docs/history.md).
+`min_magnitude`. Each run contributes one value, `Point.value`: its level, the figure its verdict
+judged (runs stored before the level was: the mean of their rounds). Parameters were tuned on
+synthetic histories (studies/history/synthetic.py; figures in docs/history.md).
 
 Around each change point, the runs on either side are compared (`attribute`): the generated code's
 hash per kernel, the kernel inventory (kernels added or removed), the autotune choices and the
@@ -23,7 +23,6 @@ import importlib.util
 import itertools
 import json
 import math
-import sqlite3
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
@@ -32,7 +31,10 @@ from typing import Any
 from pytest_kernelperf.settings import DEFAULTS
 from pytest_kernelperf.verdict.memory import format_bytes, judge_memory
 
-from .store import HistoryError, HistoryStore, Point, SeriesKey
+from .database import HistoryError
+from .points import Point
+from .rows import SeriesKey
+from .store import HistoryStore
 
 INSTALL_HINT = "change points need ruptures: pip install ruptures (or the plugin's `history` extra)"
 
@@ -522,7 +524,7 @@ def analyse_store(
             reports.append(SeriesReport(sid, key, points, analysed=False))
             continue
         reports.append(SeriesReport(sid, key, points, change_points(points, params, raw=raw)))
-    with contextlib.suppress(HistoryError, sqlite3.Error):  # a read-only or busy database: the cache can wait
+    with contextlib.suppress(HistoryError):  # a read-only or busy database: the cache can wait
         store.cache_analyses(fresh)
     return reports
 

@@ -24,7 +24,6 @@ import csv
 import io
 import json
 import os
-import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -44,8 +43,10 @@ from .changepoints import (
     short,
     status_text,
 )
-from .server import masked
-from .store import DamagedHistory, HistoryError, HistoryStore, git_info, load_run_file, rev_parse
+from .database import DamagedHistory, HistoryError, masked
+from .git import git_info, rev_parse
+from .rows import CSV_COLUMNS
+from .store import HistoryStore, load_run_file
 
 DEFAULT_DB = Path(".kernelperf") / "history.sqlite"
 ENV_DB = "KERNELPERF_HISTORY"
@@ -211,9 +212,6 @@ def _run(args: argparse.Namespace, out: Any) -> int:
     except (HistoryError, ChangePointsUnavailable) as exc:
         print(f"error: {exc}", file=Escaped(sys.stderr))
         return 2
-    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # damaged pages, tables or text
-        print(f"error: {_shown(db)}: a damaged history database ({exc})", file=Escaped(sys.stderr))
-        return 2
     raise AssertionError(args.history_command)
 
 
@@ -239,9 +237,7 @@ def _import(args: argparse.Namespace, db: Path | str, repository: str, out: Text
         if stored:
             # The reading commands never write: the change points of the whole history, and of the
             # runs' branch, are found and cached here (where ruptures is installed).
-            with contextlib.suppress(
-                HistoryError, sqlite3.Error, UnicodeDecodeError
-            ):  # stored; the cache can wait
+            with contextlib.suppress(HistoryError):  # stored; the cache can wait
                 for on_branch in dict.fromkeys((None, branch)):
                     analyse_store(store, Params(), require=False, branch=on_branch)
     return 0
@@ -441,34 +437,6 @@ def _run_before_latest(store: HistoryStore, branch: str | None) -> dict[str, Any
     return earlier[-1] if earlier else None
 
 
-EXPORT_COLUMNS = (
-    "run_id",
-    "created",
-    "commit",
-    "branch",
-    "test",
-    "name",
-    "device",
-    "cache",
-    "metric",
-    "verdict",
-    "method",
-    "median_ms",
-    "ci_low_ms",
-    "ci_high_ms",
-    "n",
-    "rounds_ms",
-    "reference_ratio",
-    "against_commit",
-    "against_ms",
-    "peak_memory_bytes",
-    "bytes",
-    "gb_per_s",
-    "peak_gb_per_s",
-    "peak_fraction",
-)
-
-
 # What a spreadsheet reads as the start of a formula (OWASP, "CSV Injection").
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -485,14 +453,14 @@ def _export(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
     rows = list(store.measurements())
     if args.csv is not None:
         writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(EXPORT_COLUMNS)
+        writer.writerow(CSV_COLUMNS)
         for row in rows:
             writer.writerow(
                 [
                     json.dumps(row[c])
                     if isinstance(row[c], list)
                     else ("" if row[c] is None else csv_cell(row[c]))
-                    for c in EXPORT_COLUMNS
+                    for c in CSV_COLUMNS
                 ]
             )
     else:
@@ -516,7 +484,13 @@ def _report(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
 
     reports = analyse_store(store, Params(), require=False, series_filter=_select(args), branch=args.branch)
     _require_match(args, store, reports)
-    page = render(reports, title=args.title, base=args.html.parent.resolve())
+    page = render(
+        reports,
+        title=args.title,
+        base=args.html.parent.resolve(),
+        repository=store.repository or None,
+        branch=args.branch,
+    )
     try:
         args.html.parent.mkdir(parents=True, exist_ok=True)
         args.html.write_text(page, encoding="utf-8")

@@ -1,70 +1,29 @@
 """Nsight Compute counters in the run history: one row per kernel of a measurement.
 
 A run file's results carry the counters `--kernelperf-ncu` read in `baseline_entry.counters`
-(validated by baselines/schema.py). Here they get a table of their own beside `measurements`,
-keyed like it by (series, run), so a kernel's DRAM bytes or occupancy can be followed from run to
-run. store.py runs `MIGRATION` as a step of its schema, and calls `insert` in its ingest
-transaction with the series ids it made; `read` gives a series' counters back per run.
+(validated by baselines/schema.py; `rows.counters_of` gives them). They get a table of their own
+beside `measurements` (schema step 6), keyed like it by (series, run), so a kernel's DRAM bytes or
+occupancy can be followed from run to run. The store calls `insert` in its ingest transaction with
+the series ids it made; `read` gives a series' counters back per run.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from pytest_kernelperf.baselines.schema import SchemaError, counters_from_data
 from pytest_kernelperf.model.counters import KernelCounters
 
-MIGRATION: tuple[str, ...] = (
-    """CREATE TABLE kernel_counters (
-        run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-        series_id INTEGER NOT NULL REFERENCES series (id) ON DELETE CASCADE,
-        kernel TEXT NOT NULL,
-        launches INTEGER NOT NULL,
-        counters TEXT NOT NULL,
-        PRIMARY KEY (series_id, run_id, kernel)
-    ) WITHOUT ROWID""",
-)
-METRIC = "device_time"  # the series counters belong to (what a kernel's time is judged in)
-
-# (test, name, device, cache, metric): store.SeriesKey's fields, in its order.
-Key = tuple[str, str, str, str, str]
-
-
-def rows(run: Mapping[str, Any]) -> Iterator[tuple[Key, KernelCounters]]:
-    """(series key, one kernel's counters) of every result of a run dict that carries counters;
-    counters the schema refuses are left out (the run file gateway has reported them)."""
-    results = run.get("results")
-    for result in results if isinstance(results, list) else []:
-        if not isinstance(result, dict) or not isinstance(result.get("nodeid"), str):
-            continue
-        entry = result.get("baseline_entry")
-        data = entry.get("counters") if isinstance(entry, dict) else None
-        if data is None:
-            continue
-        try:
-            kernels = counters_from_data(data)
-        except SchemaError:
-            continue
-        name = result.get("name")
-        key = (
-            result["nodeid"],
-            name if isinstance(name, str) else "",
-            str(result.get("device") or ""),
-            str(result.get("cache") or ""),
-            METRIC,
-        )
-        for kernel in kernels:
-            yield key, kernel
+from .database import Database
+from .rows import SeriesKey
 
 
 def insert(
-    db: Any,
+    db: Database,
     run_id: int,
-    series_ids: Mapping[Key, int],
-    found: Sequence[tuple[Key, KernelCounters]],
+    series_ids: Mapping[SeriesKey, int],
+    found: Sequence[tuple[SeriesKey, KernelCounters]],
 ) -> int:
     """Store the counters of one run (in the caller's transaction); how many kernel rows."""
     values = [
@@ -80,7 +39,7 @@ def insert(
     return len(values)
 
 
-def read(db: sqlite3.Connection, series_id: int) -> dict[int, tuple[KernelCounters, ...]]:
+def read(db: Database, series_id: int) -> dict[int, tuple[KernelCounters, ...]]:
     """Run id -> the kernels' counters of one series, oldest run first; a row that is not what
     `insert` writes is left out."""
     out: dict[int, list[KernelCounters]] = {}

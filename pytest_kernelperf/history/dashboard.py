@@ -448,7 +448,7 @@ const SLOW = "#cf222e", FAST = "#1a7f37";
 // What each mark of a chart is, for the legend: only marks some chart of the page draws are listed.
 const MARKS = [
   ["rounds", "dot", "a round of a run"],
-  ["trend", "line", "mean of a run's rounds"],
+  ["trend", "line", "a run's level (the figure its verdict judged)"],
   ["levels", "dash", "level between change points"],
   ["cp-slower", "cp-slower", "change point, slower"],
   ["cp-faster", "cp-faster", "change point, faster"],

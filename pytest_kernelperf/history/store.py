@@ -1,428 +1,62 @@
-"""The history store: every run file ingested into one database, one row per measurement: an
-SQLite file (the default), or a PostgreSQL server (`postgresql://...`, through `server.py`).
+"""The history store: every run file ingested into one database, one row per measurement, and the
+queries the history's commands, its change points, bisection and the judge ask of it.
 
 A run is what `pytest --kernelperf --kernelperf-json=PATH` writes (docs/json-schema.md), checked by
-the run file gateway (`results/runfile.py`, which upgrades older versions in one place); this module
-stores that JSON dict as written. Each result gives one measurement per metric (`device_time`,
-`host_latency`) in a *series*: (repository, test, name, device, cache mode, metric).
+the run file gateway (`results/runfile.py`, which upgrades older versions in one place); its rows
+are made from the typed run by `rows.py`. Each result gives one measurement per metric
+(`device_time`, `host_latency`) in a *series*: (repository, test, name, device, cache mode, metric).
+The same run ingested twice into one repository is stored once: a run is known by the SHA-256 of its
+repository and its canonical JSON.
 
-Several CI jobs may append at once. An SQLite file is in WAL mode, every write is one
-`BEGIN IMMEDIATE` transaction (the write lock is taken before anything is read), SQLite waits
-`busy_timeout` for a lock held by another process, and a write that still finds the database locked
-is retried with a growing pause. On a server, every write is one transaction that first takes the
-history's advisory lock, the same rule. The same run ingested twice into one repository is stored
-once: a run is known by the SHA-256 of its repository and its canonical JSON.
-
-The schema is versioned (SQLite: `PRAGMA user_version`; a server: the table `kernelperf_schema`) and
-upgraded by the steps of `MIGRATIONS`, in order, each in its own transaction; a database written by
-a newer version is refused. A reader of an older SQLite file upgrades a copy in memory.
+The database is an SQLite file (the default) or a PostgreSQL server (`postgresql://...`), opened by
+the seam `database.py`, which owns the transactions: several CI jobs may append at once, every write
+is one transaction holding the history's write lock. Its schema is `schema.py`'s, checked and
+upgraded when the store opens it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
+import functools
 import json
-import math
-import os
-import random
-import sqlite3
-import subprocess
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pytest_kernelperf.model.names import METRICS
 from pytest_kernelperf.results import runfile
-from pytest_kernelperf.settings import history_location
 
-from . import counters
-from .server import WRITE_LOCK, ServerConnection, masked, translate_schema
-
-MAX_QUANTILES = 32
-BUSY_TIMEOUT_MS = 30_000
-WRITE_ATTEMPTS = 20
+from . import counters, schema
+from .database import DamagedHistory, Database, HistoryError, open_database
+from .points import (
+    NO_ENV,
+    Point,
+    environments,
+    float_list,
+    is_number,
+    json_value,
+    kind,
+    optional_count,
+    optional_figure,
+    optional_text,
+    plain,
+    stored_text,
+    time_ms,
+)
+from .rows import (
+    EXPORT_KEYS,
+    EXPORTED_COLUMNS,
+    JSON_COLUMNS,
+    MEASUREMENT_COLUMNS,
+    RUN_COLUMNS,
+    SeriesKey,
+    counters_of,
+    dumps,
+    rows_of,
+    run_row,
+)
 
 T = TypeVar("T")
-
-
-class HistoryError(Exception):
-    """A history database or run file that cannot be used; the message names the file."""
-
-
-class DamagedHistory(HistoryError):
-    """What a history database holds is not what this module writes (edited by hand, or written by
-    something else): the message says where; the caller names the file."""
-
-
-# --- schema --------------------------------------------------------------------------------------
-
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    # 1: runs, series and their measurements.
-    (
-        """CREATE TABLE runs (
-            id INTEGER PRIMARY KEY,
-            digest TEXT NOT NULL UNIQUE,
-            created TEXT NOT NULL,
-            ingested TEXT NOT NULL,
-            commit_sha TEXT,
-            branch TEXT,
-            source TEXT,
-            plugin_version TEXT,
-            mode TEXT,
-            environment TEXT NOT NULL,
-            devices TEXT NOT NULL,
-            peaks TEXT NOT NULL,
-            settings TEXT NOT NULL
-        )""",
-        "CREATE INDEX runs_order ON runs (created, id)",
-        "CREATE INDEX runs_commit ON runs (commit_sha)",
-        """CREATE TABLE series (
-            id INTEGER PRIMARY KEY,
-            test TEXT NOT NULL,
-            name TEXT NOT NULL,
-            device TEXT NOT NULL,
-            cache TEXT NOT NULL,
-            metric TEXT NOT NULL,
-            UNIQUE (test, name, device, cache, metric)
-        )""",
-        """CREATE TABLE measurements (
-            run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-            series_id INTEGER NOT NULL REFERENCES series (id),
-            verdict TEXT,
-            method TEXT,
-            median_ms REAL NOT NULL,
-            value_ms REAL NOT NULL,
-            ci_low_ms REAL,
-            ci_high_ms REAL,
-            n INTEGER,
-            rounds_ms TEXT NOT NULL,
-            quantiles_ms TEXT NOT NULL,
-            kernels TEXT,
-            autotune TEXT,
-            reference_ratio REAL,
-            reference_ms REAL,
-            bytes INTEGER,
-            gb_per_s REAL,
-            peak_gb_per_s REAL,
-            peak_fraction REAL,
-            artifacts TEXT NOT NULL,
-            PRIMARY KEY (series_id, run_id)
-        ) WITHOUT ROWID""",
-        "CREATE INDEX measurements_run ON measurements (run_id)",
-    ),
-    # 2: change points found per series, cached until the series gets a newer run.
-    (
-        """CREATE TABLE analyses (
-            series_id INTEGER PRIMARY KEY REFERENCES series (id) ON DELETE CASCADE,
-            last_run_id INTEGER NOT NULL,
-            runs INTEGER NOT NULL,
-            params TEXT NOT NULL,
-            result TEXT NOT NULL
-        )""",
-    ),
-    # 3: a measurement judged against another revision in its own process (--kernelperf-against):
-    # that revision's commit and level, the pair kept together.
-    (
-        "ALTER TABLE measurements ADD COLUMN against_commit TEXT",
-        "ALTER TABLE measurements ADD COLUMN against_ms REAL",
-    ),
-    # 4: the peak device memory of one call beyond its inputs (results[].memory.peak_bytes).
-    ("ALTER TABLE measurements ADD COLUMN peak_memory_bytes INTEGER",),
-    # 5: the repository (or project) of each run and series, so that one server serves many; the
-    # runs and series of older versions belong to the unnamed repository "". SQLite cannot change a
-    # table's UNIQUE constraint, so series is made anew with the same ids (foreign keys off meanwhile).
-    (
-        "ALTER TABLE runs ADD COLUMN repository TEXT NOT NULL DEFAULT ''",
-        "CREATE INDEX runs_repository ON runs (repository, created, id)",
-        """CREATE TABLE series_v5 (
-            id INTEGER PRIMARY KEY,
-            repository TEXT NOT NULL DEFAULT '',
-            test TEXT NOT NULL,
-            name TEXT NOT NULL,
-            device TEXT NOT NULL,
-            cache TEXT NOT NULL,
-            metric TEXT NOT NULL,
-            UNIQUE (repository, test, name, device, cache, metric)
-        )""",
-        "INSERT INTO series_v5 (id, test, name, device, cache, metric) "
-        "SELECT id, test, name, device, cache, metric FROM series",
-        "DROP TABLE series",
-        "ALTER TABLE series_v5 RENAME TO series",
-    ),
-    # 6: Nsight Compute counters per kernel of a measurement (history/counters.py).
-    counters.MIGRATION,
-)
-SCHEMA_VERSION = len(MIGRATIONS)
-# The same steps on a PostgreSQL server: each statement above through server.translate_schema, but
-# where PostgreSQL does it in its own words (it can change a constraint in place).
-SERVER_MIGRATIONS: dict[int, tuple[str, ...]] = {
-    4: (
-        "ALTER TABLE runs ADD COLUMN repository TEXT NOT NULL DEFAULT ''",
-        "CREATE INDEX runs_repository ON runs (repository, created, id)",
-        "ALTER TABLE series ADD COLUMN repository TEXT NOT NULL DEFAULT ''",
-        "ALTER TABLE series DROP CONSTRAINT series_test_name_device_cache_metric_key",
-        "ALTER TABLE series ADD CONSTRAINT series_repository_key "
-        "UNIQUE (repository, test, name, device, cache, metric)",
-    ),
-}
-# A server keeps the schema version in a table of its own (SQLite: PRAGMA user_version).
-SERVER_VERSION_TABLE = "kernelperf_schema"
-
-
-# --- records -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SeriesKey:
-    test: str  # pytest node id
-    name: str  # the kernel_bench call's name= ("" when none)
-    device: str
-    cache: str
-    metric: str  # "device_time" or "host_latency"
-
-    def label(self) -> str:
-        name = f"[{self.name}]" if self.name else ""
-        return f"{self.test}{name} {self.device} {self.cache} {self.metric}"
-
-
-@dataclass(slots=True)  # not frozen: a history holds many, and frozen ones are slower to make
-class Point:
-    """One run's measurement of a series, with what attribution needs from its run."""
-
-    run_id: int
-    created: str
-    commit: str | None
-    branch: str | None
-    median_ms: float
-    rounds_ms: tuple[float, ...] | str  # a JSON list: decoded by rounds()
-    verdict: str | None = None
-    kernels: tuple[Mapping[str, Any], ...] | str | None = None  # a JSON string: decoded by inventory()
-    autotune: Mapping[str, Any] | None = None
-    environment: Mapping[str, str] = field(default_factory=dict)
-    reference_ratio: float | None = None
-    peak_fraction: float | None = None
-    artifacts: tuple[str, ...] = ()
-    value_ms: float | None = None  # the mean of the rounds, when known
-    peak_memory_bytes: int | None = None  # the call's peak device memory beyond its inputs
-
-    def inventory(self) -> tuple[Mapping[str, Any], ...] | None:
-        """The kernel inventory (name, launches, share, ms, code per kernel), None when not recorded."""
-        if isinstance(self.kernels, str):
-            kernels = _json(self.kernels, f"the measurement of run {self.run_id}", "kernels")
-            if not isinstance(kernels, list):
-                raise DamagedHistory(f"the measurement of run {self.run_id}: kernels is not a list")
-            return tuple(kernels)
-        return self.kernels
-
-    def rounds(self) -> tuple[float, ...]:
-        """The per-round location estimates, in ms (the median alone when the run gave none)."""
-        if not isinstance(self.rounds_ms, str):
-            return self.rounds_ms
-        try:
-            rounds = _float_list(self.rounds_ms)
-        except ValueError:
-            rounds = ()
-        if not rounds or not all(_MIN_MS <= r <= _MAX_MS for r in rounds):
-            raise DamagedHistory(
-                f"the measurement of run {self.run_id}: rounds_ms {self.rounds_ms[:40]!r} is not a list "
-                "of times"
-            )
-        return rounds
-
-    @property
-    def value(self) -> float:
-        """The run's location: the mean of its rounds (the median when it has one round)."""
-        if self.value_ms is not None:
-            return self.value_ms
-        rounds = self.rounds()
-        return sum(rounds) / len(rounds) if rounds else self.median_ms
-
-
-# --- git -----------------------------------------------------------------------------------------
-
-
-def rev_parse(cwd: Path | str, *args: str) -> str | None:
-    """`git rev-parse ARGS` in `cwd`, or None when git is missing, fails or says nothing."""
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", *args], cwd=cwd, capture_output=True, text=True, timeout=30, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    out = done.stdout.strip()
-    return out if done.returncode == 0 and out else None
-
-
-def git_info(rootdir: Path | str) -> tuple[str, str | None] | None:
-    """(commit, branch) of the checkout at `rootdir`, or None outside git; branch None when detached."""
-    commit = rev_parse(rootdir, "HEAD")
-    if commit is None:
-        return None
-    branch = rev_parse(rootdir, "--abbrev-ref", "HEAD")
-    return commit, None if branch in (None, "HEAD") else branch
-
-
-# --- reading a run dict --------------------------------------------------------------------------
-
-
-def canonical_digest(run: Mapping[str, Any], repository: str = "") -> str:
-    """A run's unique key: the SHA-256 of its canonical JSON, and of its repository when it has one
-    (the same run file imported into two repositories is two runs; into one, one run)."""
-    text = json.dumps(run, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    if repository:
-        text = f"repository {json.dumps(repository)}\n{text}"
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def _numbers(value: Any) -> list[float]:
-    if not isinstance(value, list):
-        return []
-    out = [_number(v) for v in value]
-    return [v for v in out if v is not None]
-
-
-def quantiles(samples: Sequence[float], count: int = MAX_QUANTILES) -> list[float]:
-    """Up to `count` evenly spaced quantiles (minimum to maximum) of the samples."""
-    ordered = sorted(samples)
-    if len(ordered) <= count:
-        return ordered
-    last = len(ordered) - 1
-    out = []
-    for i in range(count):
-        pos = i * last / (count - 1)
-        lo = int(pos)
-        hi = min(lo + 1, last)
-        out.append(ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo))
-    return out
-
-
-def validate_run(run: Any, source: str) -> None:
-    """The run file gateway's one validation (results/runfile.py), with a HistoryError."""
-    try:
-        runfile.check(run, source)
-    except runfile.RunFileError as exc:
-        raise HistoryError(str(exc)) from None
-
-
-def _measurements(run: Mapping[str, Any]) -> Iterator[tuple[SeriesKey, dict[str, Any]]]:
-    """Each (series, measurement row) of a run dict; results without a timed median are skipped."""
-    peaks = run.get("peaks") if isinstance(run.get("peaks"), dict) else {}
-    assert isinstance(peaks, dict)
-    for result in run["results"]:
-        if not isinstance(result, dict) or not isinstance(result.get("nodeid"), str):
-            continue
-        entry = result.get("baseline_entry") if isinstance(result.get("baseline_entry"), dict) else {}
-        assert isinstance(entry, dict)
-        kernels = entry.get("kernels") if isinstance(entry.get("kernels"), list) else None
-        autotune = result.get("autotune", entry.get("autotune"))
-        reference = result.get("reference") if isinstance(result.get("reference"), dict) else {}
-        against = result.get("against") if isinstance(result.get("against"), dict) else {}
-        memory = result.get("memory") if isinstance(result.get("memory"), dict) else {}
-        assert isinstance(against, dict) and isinstance(memory, dict)
-        throughput = result.get("throughput") if isinstance(result.get("throughput"), dict) else {}
-        assert isinstance(reference, dict) and isinstance(throughput, dict)
-        device = str(result.get("device") or "")
-        for metric in METRICS:
-            data = result.get(metric)
-            if not isinstance(data, dict):
-                continue
-            median = _number(data.get("level_ms", data.get("median_ms")))
-            if median is None:
-                continue
-            samples = _numbers(data.get("samples_ms"))
-            recorded = entry.get(metric) if isinstance(entry.get(metric), dict) else {}
-            assert isinstance(recorded, dict)
-            quants = _numbers(recorded.get("quantiles_ms")) or quantiles(samples)
-            # A run file keeps host latency's rounds only in the entry it would record.
-            rounds = _numbers(data.get("rounds_ms")) or _numbers(recorded.get("rounds_ms")) or [median]
-            ci = _numbers(data.get("round_range_ms", data.get("ci_ms")))
-            row: dict[str, Any] = {
-                "verdict": result.get("verdict") if isinstance(result.get("verdict"), str) else None,
-                "method": data.get("method") if isinstance(data.get("method"), str) else None,
-                "median_ms": median,
-                "value_ms": sum(rounds) / len(rounds),
-                "ci_low_ms": ci[0] if len(ci) == 2 else None,
-                "ci_high_ms": ci[1] if len(ci) == 2 else None,
-                "n": len(samples) or (int(recorded["n"]) if isinstance(recorded.get("n"), int) else None),
-                "rounds_ms": _dumps(rounds),
-                "quantiles_ms": _dumps(quants),
-                "kernels": None,
-                "autotune": None,
-                "reference_ratio": None,
-                "reference_ms": None,
-                "against_commit": None,
-                "against_ms": None,
-                "peak_memory_bytes": None,
-                "bytes": None,
-                "gb_per_s": None,
-                "peak_gb_per_s": None,
-                "peak_fraction": None,
-                "artifacts": _dumps([a for a in result.get("artifacts") or [] if isinstance(a, str)]),
-            }
-            if metric == "device_time":
-                row["kernels"] = None if kernels is None else _dumps(kernels)
-                row["autotune"] = None if autotune is None else _dumps(autotune)
-                row["reference_ratio"] = _number(reference.get("ratio"))
-                row["reference_ms"] = _number(reference.get("level_ms", reference.get("median_ms")))
-                peak = memory.get("peak_bytes")
-                if isinstance(peak, int) and not isinstance(peak, bool) and peak >= 0:
-                    row["peak_memory_bytes"] = peak
-                if isinstance(against.get("commit"), str):
-                    row["against_commit"] = against["commit"]
-                    row["against_ms"] = _number(against.get("level_ms", against.get("median_ms")))
-                nbytes = throughput.get("bytes")
-                if isinstance(nbytes, int) and not isinstance(nbytes, bool) and nbytes > 0 and median > 0:
-                    row["bytes"] = nbytes
-                    row["gb_per_s"] = nbytes / (median * 1e-3) / 1e9  # finite: times are at least MIN_MS
-                    peak = peaks.get(device)
-                    peak_gbps = _number(peak.get("gb_per_s")) if isinstance(peak, dict) else None
-                    peak_gbps = peak_gbps or _number(throughput.get("peak_gb_per_s"))
-                    # A run file leaves the fraction null for a call whose bytes fit in cache.
-                    resident = "peak_fraction" in throughput and throughput["peak_fraction"] is None
-                    if peak_gbps:
-                        row["peak_gb_per_s"] = peak_gbps
-                        row["peak_fraction"] = None if resident else row["gb_per_s"] / peak_gbps
-            name = result.get("name")
-            key = SeriesKey(
-                result["nodeid"],
-                name if isinstance(name, str) else "",
-                device,
-                str(result.get("cache") or ""),
-                metric,
-            )
-            yield key, row
-
-
-def _device_environments(run: Mapping[str, Any]) -> dict[str, dict[str, str]]:
-    """Device name -> the software around it: the run's environment, then the device's own."""
-    common = run.get("environment") if isinstance(run.get("environment"), dict) else {}
-    assert isinstance(common, dict)
-    out: dict[str, dict[str, str]] = {}
-    for device in run.get("devices") or []:
-        if isinstance(device, dict) and isinstance(device.get("name"), str):
-            env = {str(k): str(v) for k, v in common.items() if k != "xdist_worker"}
-            own = device.get("environment")
-            if isinstance(own, dict):
-                env.update({str(k): str(v) for k, v in own.items()})
-            out[device["name"]] = env
-    return out
-
-
-# --- the store -----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -432,19 +66,21 @@ class Ingest:
     measurements: int
 
 
-def _retry(action: Callable[[], T], what: str, attempts: int = WRITE_ATTEMPTS) -> T:
-    """Run `action`, retrying while SQLite says the database is locked or busy."""
-    pause = 0.01
-    for attempt in range(attempts):
-        try:
-            return action()
-        except sqlite3.OperationalError as exc:
-            text = str(exc).lower()
-            if ("locked" not in text and "busy" not in text) or attempt == attempts - 1:
-                raise HistoryError(f"{what}: {exc}") from None
-            time.sleep(pause * (1 + random.random()))
-            pause = min(pause * 2, 1.0)
-    raise AssertionError("unreachable")
+def validate_run(run: Any, source: str) -> runfile.CheckedRun:
+    """The run file gateway's one validation (results/runfile.py), with a HistoryError."""
+    try:
+        return runfile.check(run, source)
+    except runfile.RunFileError as exc:
+        raise HistoryError(str(exc)) from None
+
+
+def load_run_file(path: Path) -> runfile.CheckedRun:
+    """A run file read through the run file gateway (`ingest` takes it without checking it again);
+    HistoryError naming the file and the field when it cannot be used."""
+    try:
+        return runfile.read(path)
+    except runfile.RunFileError as exc:
+        raise HistoryError(str(exc)) from None
 
 
 class HistoryStore:
@@ -470,153 +106,14 @@ class HistoryStore:
     ) -> None:
         self.read_only = read_only
         self.repository = repository
-        self.server: ServerConnection | None = None
-        self.db: Any
-        try:  # a URL that went through Path (its // folded) is no server's, nor a file
-            server = history_location(location, server=isinstance(location, str))
-        except ValueError as exc:
-            raise HistoryError(str(exc)) from None
-        if isinstance(server, str):
-            self.path = Path(".")  # no file; messages name `where`
-            self.where = masked(server)
-            self._open_server(server)
-            return
-        self.path = Path(location)
-        self.where = str(self.path)
-        if self.path.is_dir():  # SQLite would say "unable to open" or "disk I/O error"
-            raise HistoryError(f"{self.path} is a folder, not a history database")
-        if (read_only or not create) and not self.path.exists():
-            raise HistoryError(f"{self.path}: no such history database")
-        if (read_only or not create) and self.path.is_file() and self.path.stat().st_size == 0:
-            # A reader must not turn an empty file into a database.
-            raise HistoryError(f"{self.path}: an empty file, not a history database yet")
-        if read_only:
-            self.db = self._open_read_only()
-            return
-        if create and not self.path.parent.is_dir():
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise HistoryError(
-                    f"{self.path}: cannot make its folder {self.path.parent}: {exc.strerror or exc}"
-                ) from None
-        try:
-            self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise HistoryError(f"{self.path}: {self._why(exc)}") from None
-        try:
-            self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self.db.execute("PRAGMA foreign_keys = ON")
-            self._refuse_foreign_database()
-            mode = _retry(lambda: self.db.execute("PRAGMA journal_mode = WAL").fetchone(), str(self.path))
-            if mode is None or str(mode[0]).lower() != "wal":
-                raise HistoryError(f"{self.path}: cannot switch the database to WAL mode (got {mode})")
-            self.db.execute("PRAGMA synchronous = NORMAL")
-            self._migrate()
-        except UnicodeDecodeError as exc:  # text in the file that is not UTF-8
-            self.db.close()
-            raise HistoryError(f"{self.path}: not a history database ({exc})") from None
-        except sqlite3.DatabaseError as exc:
-            self.db.close()
-            raise HistoryError(f"{self.path}: {self._why(exc)}") from None
-        except HistoryError:
-            self.db.close()
-            raise
-
-    def _open_server(self, url: str) -> None:
-        self.server = self.db = ServerConnection(url, read_only=self.read_only, error=HistoryError)
-        try:
-            self._refuse_foreign_database()
-            version = self.schema_version
-            if version > SCHEMA_VERSION:
-                raise HistoryError(self._newer(version))
-            if self.read_only and version == 0:
-                raise HistoryError(
-                    f"{self.where}: no history on this server yet (`history import` makes one)"
-                )
-            if self.read_only and version < SCHEMA_VERSION:
-                raise HistoryError(
-                    f"{self.where}: the history is at schema version {version}, this pytest-kernelperf "
-                    f"reads version {SCHEMA_VERSION}: upgrade it once with "
-                    f"`python -m pytest_kernelperf history --db URL upgrade` (nothing stored is lost)"
-                )
-            if not self.read_only:
-                self._migrate()
-        except BaseException:
-            self.server.close()
-            raise
-
-    def _newer(self, version: int) -> str:
-        return (
-            f"{self.where}: history schema version {version} was written by a newer "
-            f"pytest-kernelperf (this one reads up to {SCHEMA_VERSION})"
+        self.db: Database = open_database(
+            location,
+            read_only=read_only,
+            create=create,
+            prepare=functools.partial(schema.opened, read_only=read_only),
         )
-
-    def _why(self, exc: sqlite3.Error) -> str:
-        """What is wrong, in words: SQLite says "unable to open database file" for a missing folder
-        and for a file it may not write alike."""
-        text = str(exc)
-        folder = self.path.parent
-        if not folder.is_dir():
-            return f"its folder {folder} does not exist"
-        if not _writable(folder) or (self.path.exists() and not _writable(self.path)):
-            return (
-                f"cannot be written: the file or its folder is read-only ({text}); reading commands "
-                "(history show, detect, export, report) can still read it"
-            )
-        if "unable to open" in text.lower():
-            return f"cannot open the history database: {text}"
-        return f"not a history database ({text})"
-
-    def _open_read_only(self) -> sqlite3.Connection:
-        uri = self.path.resolve().as_uri()
-        db: sqlite3.Connection | None = None
-        problem: Exception | None = None
-        # mode=ro reads a WAL database while others write it, but needs its -shm file (made when
-        # the folder is writable); immutable=1 reads a file that nothing can change.
-        for query in ("?mode=ro", "?mode=ro&immutable=1"):
-            try:
-                db = sqlite3.connect(
-                    uri + query, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
-                )
-                db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-                version = int(db.execute("PRAGMA user_version").fetchone()[0])
-                db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-                break
-            except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-                if db is not None:
-                    db.close()
-                db, problem = None, exc
-                if "unable to open" not in str(exc).lower():
-                    break
-        if db is None:
-            assert problem is not None
-            text = str(problem)
-            if "unable to open" in text.lower():
-                raise HistoryError(f"{self.path}: cannot open the history database for reading: {text}")
-            raise HistoryError(f"{self.path}: not a history database ({text})")
-        self.db = db
-        try:
-            self._refuse_foreign_database()
-            if version > SCHEMA_VERSION:
-                raise HistoryError(self._newer(version))
-            if version == 0:
-                raise HistoryError(f"{self.path}: an empty database, not a history yet")
-            if version < SCHEMA_VERSION:
-                # An older schema: read a copy in memory, upgraded there; the file stays as it is.
-                memory = sqlite3.connect(":memory:", isolation_level=None)
-                db.backup(memory)
-                db.close()
-                self.db = db = memory
-                for step in range(version, SCHEMA_VERSION):
-                    self._upgrade_step(db, step)
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-            db.close()
-            raise HistoryError(f"{self.path}: not a history database ({exc})") from None
-        except HistoryError:
-            db.close()
-            raise
-        return db
+        self.where = self.db.where
+        self.path = self.db.path
 
     def __enter__(self) -> HistoryStore:
         return self
@@ -627,104 +124,14 @@ class HistoryStore:
     def close(self) -> None:
         self.db.close()
 
-    # transactions
-
-    def _write(self, action: Callable[[Any], T], what: str) -> T:
-        if self.read_only:
-            raise HistoryError(f"{self.where}: {what}: the history was opened for reading only")
-
-        def attempt() -> T:
-            if self.server is None:
-                self.db.execute("BEGIN IMMEDIATE")
-            else:
-                self.db.execute("BEGIN")
-                self.db.execute(f"SELECT pg_advisory_xact_lock({WRITE_LOCK})")
-            try:
-                out = action(self.db)
-            except BaseException:
-                with contextlib.suppress(Exception):  # a lost connection has nothing to roll back
-                    self.db.execute("ROLLBACK")
-                raise
-            self.db.execute("COMMIT")
-            return out
-
-        return _retry(attempt, f"{self.where}: {what}")
-
-    def _refuse_foreign_database(self) -> None:
-        """A database with tables but no history schema belongs to something else: leave it as it
-        is (no tables added, no switch to WAL)."""
-        if self.schema_version:
-            return
-        if self.server is None:
-            query = "SELECT name FROM sqlite_master WHERE type = 'table'"
-        else:  # a server database may hold other things; only tables of our names conflict
-            query = (
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
-                "AND table_name IN ('runs', 'series', 'measurements', 'analyses')"
-            )
-        tables = [row[0] for row in self.db.execute(query)]
-        if tables:
-            shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
-            kind = "an SQLite database" if self.server is None else "a database"
-            raise HistoryError(
-                f"{self.where}: {kind} of something else (tables: {shown}), not a "
-                "kernelperf history; give the history a database of its own"
-            )
-
     @property
     def schema_version(self) -> int:
-        if self.server is None:
-            return int(self.db.execute("PRAGMA user_version").fetchone()[0])
-        known = self.db.execute("SELECT to_regclass(?) IS NOT NULL", (SERVER_VERSION_TABLE,)).fetchone()[0]
-        if not known:
-            return 0
-        row = self.db.execute(f"SELECT MAX(version) FROM {SERVER_VERSION_TABLE}").fetchone()
-        return int(row[0] or 0)
+        return self.db.version
 
-    def _upgrade_step(self, db: Any, current: int) -> None:
-        """Schema version `current` to `current + 1`, in the caller's transaction."""
-        if self.server is None:
-            for statement in MIGRATIONS[current]:
-                db.execute(statement)
-            db.execute(f"PRAGMA user_version = {current + 1}")
-            return
-        statements = SERVER_MIGRATIONS.get(current) or tuple(map(translate_schema, MIGRATIONS[current]))
-        for statement in statements:
-            db.execute(statement)
-        db.execute(f"DELETE FROM {SERVER_VERSION_TABLE}")
-        db.execute(f"INSERT INTO {SERVER_VERSION_TABLE} (version) VALUES (?)", (current + 1,))
-
-    def _migrate(self) -> None:
-        version = self.schema_version
-        if version > SCHEMA_VERSION:
-            raise HistoryError(self._newer(version))
-        if version == SCHEMA_VERSION:
-            return
-        if self.server is None:
-            # Version 5 makes a table anew: foreign keys are checked at the end of each step instead
-            # (the pragma is a no-op inside a transaction).
-            self.db.execute("PRAGMA foreign_keys = OFF")
-        else:
-            self._write(
-                lambda db: db.execute(f"CREATE TABLE IF NOT EXISTS {SERVER_VERSION_TABLE} (version INTEGER)"),
-                "making the schema version table",
-            )
-        try:
-            while version < SCHEMA_VERSION:
-
-                def step(db: Any) -> int:
-                    current = self.schema_version
-                    if current >= SCHEMA_VERSION:  # another process migrated meanwhile
-                        return current
-                    self._upgrade_step(db, current)
-                    if self.server is None and db.execute("PRAGMA foreign_key_check").fetchone():
-                        raise HistoryError(f"{self.where}: upgrading the schema would break its references")
-                    return current + 1
-
-                version = self._write(step, "upgrading the schema")
-        finally:
-            if self.server is None:
-                self.db.execute("PRAGMA foreign_keys = ON")
+    def _write(self, action: Callable[[Database], T], what: str) -> T:
+        if self.read_only:
+            raise HistoryError(f"{self.where}: {what}: the history was opened for reading only")
+        return self.db.write(action, what)
 
     # ingest
 
@@ -747,60 +154,42 @@ class HistoryStore:
         branch: str | None = None,
         source: str | None = None,
     ) -> Ingest:
-        """Store a run: its parsed JSON, checked here by the run file gateway, or a CheckedRun that
-        the gateway made."""
+        """Store a run: a CheckedRun that the gateway made, or its parsed JSON, checked here."""
         where = source or "<run>"
-        if isinstance(run, runfile.CheckedRun):
-            run = run.data
-        else:
-            validate_run(run, where)
+        checked = run if isinstance(run, runfile.CheckedRun) else validate_run(run, where)
+        ingested = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         try:
-            digest = canonical_digest(run, self.repository)
+            record = run_row(
+                checked,
+                repository=self.repository,
+                commit=commit,
+                branch=branch,
+                source=source,
+                ingested=ingested,
+            )
         except (TypeError, ValueError) as exc:
             raise HistoryError(f"{where}: cannot be stored: {exc}") from None
-        rows = list(_measurements(run))
-        found_counters = list(counters.rows(run))
-        envs = _device_environments(run)
-        created = run.get("created") if isinstance(run.get("created"), str) else None
-        ingested = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        record = (
-            digest,
-            self.repository,
-            created or ingested,
-            ingested,
-            commit,
-            branch,
-            source,
-            str(run.get("plugin_version") or ""),
-            str(run.get("mode") or ""),
-            _dumps(run.get("environment") if isinstance(run.get("environment"), dict) else {}),
-            _dumps(envs),
-            _dumps(run.get("peaks") if isinstance(run.get("peaks"), dict) else {}),
-            _dumps(run.get("settings") if isinstance(run.get("settings"), dict) else {}),
-        )
+        rows = list(rows_of(checked.report))
+        found_counters = list(counters_of(checked.report))
 
-        def action(db: Any) -> Ingest:
-            known = db.execute("SELECT id FROM runs WHERE digest = ?", (digest,)).fetchone()
+        def action(db: Database) -> Ingest:
+            known = db.execute("SELECT id FROM runs WHERE digest = ?", (record.digest,)).fetchone()
             if known is not None:
                 return Ingest(int(known[0]), False, 0)
             cursor = db.execute(
-                "INSERT INTO runs (digest, repository, created, ingested, commit_sha, branch, source, "
-                "plugin_version, mode, environment, devices, peaks, settings) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                record,
+                f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES ({', '.join('?' * len(RUN_COLUMNS))}) "
+                "RETURNING id",
+                record.values(),
             )
             run_id = int(cursor.fetchall()[0][0])  # read to the end: the statement is done
-            keys = sorted(
-                {key for key, _ in rows}, key=lambda k: (k.test, k.name, k.device, k.cache, k.metric)
-            )
+            keys = sorted({key for key, _ in rows}, key=SeriesKey.values)
             db.executemany(
                 "INSERT OR IGNORE INTO series (repository, test, name, device, cache, metric) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                [(self.repository, k.test, k.name, k.device, k.cache, k.metric) for k in keys],
+                [(self.repository, *k.values()) for k in keys],
             )
             ids = self._series_ids(db, keys)
-            by_fields = {(k.test, k.name, k.device, k.cache, k.metric): i for k, i in ids.items()}
-            counters.insert(db, run_id, by_fields, found_counters)
+            counters.insert(db, run_id, ids, found_counters)
             seen: set[int] = set()
             values = []
             for key, row in rows:
@@ -808,17 +197,17 @@ class HistoryStore:
                 if series_id in seen:  # the same test, name, device and cache twice in one run: first kept
                     continue
                 seen.add(series_id)
-                values.append((run_id, series_id, *(row[f] for f in _ROW_FIELDS)))
+                values.append((run_id, series_id, *row.values()))
             db.executemany(
-                f"INSERT INTO measurements (run_id, series_id, {', '.join(_ROW_FIELDS)}) "
-                f"VALUES ({', '.join('?' * (len(_ROW_FIELDS) + 2))})",
+                f"INSERT INTO measurements (run_id, series_id, {', '.join(MEASUREMENT_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * (len(MEASUREMENT_COLUMNS) + 2))})",
                 values,
             )
             return Ingest(run_id, True, len(values))
 
         return self._write(action, f"storing {where}")
 
-    def _series_ids(self, db: Any, keys: Sequence[SeriesKey]) -> dict[SeriesKey, int]:
+    def _series_ids(self, db: Database, keys: Sequence[SeriesKey]) -> dict[SeriesKey, int]:
         wanted = set(keys)
         out: dict[SeriesKey, int] = {}
         for row in db.execute(
@@ -833,11 +222,8 @@ class HistoryStore:
     # reading
 
     def run_count(self) -> int:
-        return int(
-            self.db.execute("SELECT COUNT(*) FROM runs WHERE repository = ?", (self.repository,)).fetchone()[
-                0
-            ]
-        )
+        row = self.db.execute("SELECT COUNT(*) FROM runs WHERE repository = ?", (self.repository,)).fetchone()
+        return int(row[0])
 
     def repositories(self) -> list[str]:
         """The repositories with runs in this history, in order of name."""
@@ -855,7 +241,7 @@ class HistoryStore:
         keys = ("id", "created", "commit", "branch", "source", "measurements")
         out = [dict(zip(keys, row, strict=True)) for row in rows]
         for run in out:
-            _plain(run, f"run {run['id']}")
+            plain(run, f"run {run['id']}")
         return out
 
     def run_ids_at(self, commit: str) -> list[int]:
@@ -892,20 +278,9 @@ class HistoryStore:
             # A verdict against another revision is no verdict against the baseline.
             "AND m.method = ? AND m.verdict = ? AND r.created >= ? AND m.against_commit IS NULL "
             "ORDER BY r.created DESC, r.id DESC LIMIT ?",
-            (
-                self.repository,
-                key.test,
-                key.name,
-                key.device,
-                key.cache,
-                key.metric,
-                method,
-                verdict,
-                since,
-                limit,
-            ),
+            (self.repository, *key.values(), method, verdict, since, limit),
         ).fetchall()
-        return [_float_list(text) for (text,) in reversed(rows)]
+        return [float_list(text) for (text,) in reversed(rows)]
 
     def recent_verdicts(self, key: SeriesKey, limit: int) -> list[str]:
         """The verdicts of the newest `limit` measurements of a series against its baselines (not
@@ -916,7 +291,7 @@ class HistoryStore:
             "WHERE s.repository = ? AND s.test = ? AND s.name = ? AND s.device = ? AND s.cache = ? "
             "AND s.metric = ? AND m.against_commit IS NULL "
             "ORDER BY r.created DESC, r.id DESC LIMIT ?",
-            (self.repository, key.test, key.name, key.device, key.cache, key.metric, limit),
+            (self.repository, *key.values(), limit),
         ).fetchall()
         return [str(verdict) for (verdict,) in rows]
 
@@ -942,10 +317,10 @@ class HistoryStore:
         ):
             where = f"run {rid}"
             runs[int(rid)] = (
-                _text(created, where, "created"),
-                _optional_text(commit, where, "commit_sha"),
-                _optional_text(branch, where, "branch"),
-                _environments(devices, where),
+                stored_text(created, where, "created"),
+                optional_text(commit, where, "commit_sha"),
+                optional_text(branch, where, "branch"),
+                environments(devices, where),
             )
         # Run order is (created, id); read in primary-key order (series, run id) with no join or sort,
         # and sort a series only when run ids are not already in run order.
@@ -974,10 +349,10 @@ class HistoryStore:
 
         def decode(text: Any, at: str, field: str) -> Any:
             if not isinstance(text, str):
-                raise DamagedHistory(f"{at}: {field} is {_kind(text)}, not JSON text")
+                raise DamagedHistory(f"{at}: {field} is {kind(text)}, not JSON text")
             value = decoded.get(text)
             if value is None:
-                value = decoded[text] = _json(text, at, field)
+                value = decoded[text] = json_value(text, at, field)
             return value
 
         for sid, rid, median, value, rounds, verdict, kernels, autotune, ratio, peak, arts, memory in rows:
@@ -999,17 +374,17 @@ class HistoryStore:
                     created=created,
                     commit=commit,
                     branch=branch,
-                    median_ms=_time(median, at, "median_ms"),
+                    median_ms=time_ms(median, at, "median_ms"),
                     rounds_ms=rounds,
-                    value_ms=_time(value, at, "value_ms"),
-                    verdict=_optional_text(verdict, at, "verdict"),
+                    value_ms=time_ms(value, at, "value_ms"),
+                    verdict=optional_text(verdict, at, "verdict"),
                     kernels=kernels,
                     autotune=tuned,
-                    environment=devices.get(str(devices_of[sid]), _NO_ENV),
-                    reference_ratio=_optional_figure(ratio, at, "reference_ratio"),
-                    peak_fraction=_optional_figure(peak, at, "peak_fraction"),
+                    environment=devices.get(str(devices_of[sid]), NO_ENV),
+                    reference_ratio=optional_figure(ratio, at, "reference_ratio"),
+                    peak_fraction=optional_figure(peak, at, "peak_fraction"),
                     artifacts=tuple(artifacts),
-                    peak_memory_bytes=_optional_count(memory, at, "peak_memory_bytes"),
+                    peak_memory_bytes=optional_count(memory, at, "peak_memory_bytes"),
                 )
             )
         if not in_order:
@@ -1018,26 +393,23 @@ class HistoryStore:
         return out
 
     def measurements(self) -> Iterator[dict[str, Any]]:
-        """Every measurement with its series and run, for export; oldest run first."""
+        """Every measurement with its run and series, for export (keys: rows.EXPORT_KEYS and
+        EXPORTED_COLUMNS); oldest run first."""
         cursor = self.db.execute(
             "SELECT r.id, r.created, r.commit_sha, r.branch, s.test, s.name, s.device, s.cache, s.metric, "
-            "m.verdict, m.method, m.median_ms, m.ci_low_ms, m.ci_high_ms, m.n, m.rounds_ms, m.quantiles_ms, "
-            "m.kernels, m.autotune, m.reference_ratio, m.reference_ms, m.against_commit, m.against_ms, "
-            "m.peak_memory_bytes, "
-            "m.bytes, m.gb_per_s, m.peak_gb_per_s, "
-            "m.peak_fraction, m.artifacts FROM measurements m JOIN runs r ON r.id = m.run_id "
-            "JOIN series s ON s.id = m.series_id WHERE s.repository = ? "
+            f"{', '.join(f'm.{c}' for c in EXPORTED_COLUMNS)} FROM measurements m "
+            "JOIN runs r ON r.id = m.run_id JOIN series s ON s.id = m.series_id WHERE s.repository = ? "
             "ORDER BY r.created, r.id, s.test, s.name, s.device, s.cache, s.metric",
             (self.repository,),
         )
-        names = [d[0] for d in cursor.description]
-        names[0], names[2] = "run_id", "commit"
+        names = EXPORT_KEYS + EXPORTED_COLUMNS
         for row in cursor:
             item = dict(zip(names, row, strict=True))
-            _plain(item, f"the measurement of run {item['run_id']}")
-            for key in ("rounds_ms", "quantiles_ms", "kernels", "autotune", "artifacts"):
+            at = f"the measurement of run {item['run_id']}"
+            plain(item, at)
+            for key in JSON_COLUMNS:
                 if item[key] is not None:
-                    item[key] = _json(item[key], f"the measurement of run {item['run_id']}", key)
+                    item[key] = json_value(item[key], at, key)
             yield item
 
     def peaks(self) -> dict[str, float]:
@@ -1046,13 +418,13 @@ class HistoryStore:
         for rid, peaks in self.db.execute(
             "SELECT id, peaks FROM runs WHERE repository = ? ORDER BY created, id", (self.repository,)
         ):
-            stored = _json(peaks, f"run {rid}", "peaks")
+            stored = json_value(peaks, f"run {rid}", "peaks")
             if not isinstance(stored, dict):
                 raise DamagedHistory(f"run {rid}: peaks is not an object")
             for device, peak in stored.items():
-                value = _number(peak.get("gb_per_s")) if isinstance(peak, dict) else None
-                if value:
-                    out[device] = value
+                value = peak.get("gb_per_s") if isinstance(peak, dict) else None
+                if is_number(value) and value:
+                    out[device] = float(value)
         return out
 
     # change point cache
@@ -1069,7 +441,7 @@ class HistoryStore:
         except (TypeError, ValueError):
             return None  # a damaged cache entry: detected again
         pairs = isinstance(found, list) and all(
-            isinstance(c, list) and len(c) == 2 and all(_is_number(v) for v in c) for c in found
+            isinstance(c, list) and len(c) == 2 and all(is_number(v) for v in c) for c in found
         )
         return found if pairs else None
 
@@ -1080,7 +452,7 @@ class HistoryStore:
             return
 
         def action(db: Any) -> None:
-            rows = [(s, last, n, params, _dumps(result)) for s, last, n, params, result in items]
+            rows = [(s, last, n, params, dumps(result)) for s, last, n, params, result in items]
             db.executemany("DELETE FROM analyses WHERE series_id = ?", [(r[0],) for r in rows])
             db.executemany(
                 "INSERT INTO analyses (series_id, last_run_id, runs, params, result) VALUES (?, ?, ?, ?, ?)",
@@ -1114,114 +486,3 @@ class HistoryStore:
             return len(doomed)
 
         return self._write(action, "pruning")
-
-
-_NO_ENV: dict[str, str] = {}
-
-
-_MIN_MS, _MAX_MS = runfile.MIN_MS, runfile.MAX_MS
-
-
-def _kind(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _json(text: Any, at: str, field: str) -> Any:
-    try:
-        return json.loads(text)
-    except (TypeError, ValueError):
-        raise DamagedHistory(f"{at}: {field} is not JSON ({str(text)[:40]!r})") from None
-
-
-def _plain(row: Mapping[str, Any], at: str) -> None:
-    """A row as `ingest` writes it holds text, whole numbers, finite numbers and nulls only."""
-    for name, value in row.items():
-        if not (value is None or isinstance(value, (str, int)) or _is_number(value)):
-            raise DamagedHistory(f"{at}: {name} is {value!r}, not what import writes")
-
-
-def _text(value: Any, at: str, field: str) -> str:
-    if not isinstance(value, str):
-        raise DamagedHistory(f"{at}: {field} is {_kind(value)}, not text")
-    return value
-
-
-def _optional_text(value: Any, at: str, field: str) -> str | None:
-    return None if value is None else _text(value, at, field)
-
-
-def _time(value: Any, at: str, field: str) -> float:
-    """A stored time: what `ingest` stores passed the run file gateway's bounds."""
-    if not _is_number(value) or not _MIN_MS <= value <= _MAX_MS:
-        raise DamagedHistory(f"{at}: {field} is {value!r}, not a time in ms")
-    return float(value)
-
-
-def _optional_figure(value: Any, at: str, field: str) -> float | None:
-    if value is not None and not _is_number(value):
-        raise DamagedHistory(f"{at}: {field} is {value!r}, not a finite number")
-    return None if value is None else float(value)
-
-
-def _optional_count(value: Any, at: str, field: str) -> int | None:
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-        raise DamagedHistory(f"{at}: {field} is {value!r}, not a count of bytes")
-    return value
-
-
-def _environments(text: Any, at: str) -> dict[str, dict[str, str]]:
-    devices = _json(text, at, "devices")
-    if not isinstance(devices, dict) or not all(
-        isinstance(env, dict) and all(isinstance(v, str) for v in env.values()) for env in devices.values()
-    ):
-        raise DamagedHistory(f"{at}: devices is not an object of environments")
-    return devices
-
-
-def _writable(path: Path) -> bool:
-    """Whether this process may write `path` (False on a read-only file system, also for root)."""
-    return os.access(path, os.W_OK)
-
-
-def _float_list(text: str) -> tuple[float, ...]:
-    """A JSON list of numbers as this module writes it, read faster than json.loads."""
-    inner = text[1:-1]
-    return tuple(map(float, inner.split(","))) if inner else ()
-
-
-_ROW_FIELDS = (
-    "verdict",
-    "method",
-    "median_ms",
-    "value_ms",
-    "ci_low_ms",
-    "ci_high_ms",
-    "n",
-    "rounds_ms",
-    "quantiles_ms",
-    "kernels",
-    "autotune",
-    "reference_ratio",
-    "reference_ms",
-    "against_commit",
-    "against_ms",
-    "peak_memory_bytes",
-    "bytes",
-    "gb_per_s",
-    "peak_gb_per_s",
-    "peak_fraction",
-    "artifacts",
-)
-
-
-def load_run_file(path: Path) -> runfile.CheckedRun:
-    """A run file read through the run file gateway (`ingest` takes it without checking it again);
-    HistoryError naming the file and the field when it cannot be used."""
-    try:
-        return runfile.read(path)
-    except runfile.RunFileError as exc:
-        raise HistoryError(str(exc)) from None

@@ -26,7 +26,7 @@ class ResultShape(TypedDict, total=False):
     cache: str
     rounds: Sequence[float] | None
     kernels: Sequence[tuple[str, str | None]] | None
-    autotune: dict[str, Any] | None
+    autotune: dict[str, str] | None
     nbytes: int | None
     reference_ratio: float | None
     host_ms: float | None
@@ -95,15 +95,15 @@ def result(nodeid: str, median_ms: float, **shape: Unpack[ResultShape]) -> dict[
             "kernels": None
             if kernels is None
             else [
-                {"name": k, "launches": 1, "share": 1.0, "ms": median_ms, "code": code} for k, code in kernels
+                {"name": k, "launches": 1, "share": 1.0, "ms": median_ms, "code": code, "grid": None}
+                for k, code in kernels
             ],
+            "autotune": None if autotune is None else dict(autotune),
         },
         "notes": [],
         "artifacts": list(artifacts),
         "wall_s": 0.1,
     }
-    if autotune is not None:
-        out["autotune"] = autotune
     if peak_memory_bytes is not None:
         out["memory"] = {
             "peak_bytes": peak_memory_bytes,

@@ -128,8 +128,9 @@ class Reports:
     def _append_history(self, path: Path, results: list[BenchResult]) -> None:
         """One timed run into the history database, with the checkout's commit and branch; a result
         without a baseline gets its portable figures set beside other devices' from the history."""
+        from pytest_kernelperf.history.git import git_info
         from pytest_kernelperf.history.portable import portable_note
-        from pytest_kernelperf.history.store import HistoryStore, git_info
+        from pytest_kernelperf.history.store import HistoryStore
 
         run = runfile.run_to_dict(self.run_report(results, self.state.settings.json or path))
         commit, branch = git_info(self.config.rootpath) or (None, None)

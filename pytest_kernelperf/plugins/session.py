@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import sqlite3
 import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -113,14 +112,15 @@ class KernelperfSession:
         history = self._history
         if history is None:
             return None
-        from pytest_kernelperf.history.store import SeriesKey
+        from pytest_kernelperf.history.database import HistoryError
+        from pytest_kernelperf.history.rows import SeriesKey
 
         series = SeriesKey(key.nodeid, key.name or "", key.device, key.cache, "device_time")
         try:
             return history.recent_rounds(
                 series, method=key.method, verdict=str(key.verdict), since=key.since, limit=key.limit
             )
-        except sqlite3.Error:
+        except HistoryError:
             return None
 
     def past_verdicts(self, key: PastRuns, limit: int) -> list[str] | None:
@@ -129,13 +129,14 @@ class KernelperfSession:
         history = self._history
         if history is None:
             return None
-        from pytest_kernelperf.history.store import SeriesKey
+        from pytest_kernelperf.history.database import HistoryError
+        from pytest_kernelperf.history.rows import SeriesKey
 
         try:
             return history.recent_verdicts(
                 SeriesKey(key.nodeid, key.name or "", key.device, key.cache, "device_time"), limit
             )
-        except sqlite3.Error:
+        except HistoryError:
             return None
 
     @functools.cached_property
@@ -146,7 +147,8 @@ class KernelperfSession:
         path = self.settings.history
         if path is None or not path.is_file():
             return None
-        from pytest_kernelperf.history.store import HistoryError, HistoryStore  # only with a history
+        from pytest_kernelperf.history.database import HistoryError
+        from pytest_kernelperf.history.store import HistoryStore  # only with a history
 
         try:
             return HistoryStore(path, read_only=True)

@@ -22,8 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from pytest_kernelperf.atomic import write_atomic
-from pytest_kernelperf.baselines.schema import SchemaError, entry_from_data, entry_to_data, path_text
+from pytest_kernelperf.baselines.schema import (
+    SchemaError,
+    entry_from_data,
+    entry_to_data,
+    kernel_to_data,
+    path_text,
+)
 from pytest_kernelperf.model.baseline import BaselineEntry
+from pytest_kernelperf.model.call import KernelRecord
 from pytest_kernelperf.model.device import DeviceInfo, Peak
 from pytest_kernelperf.model.names import CACHE_MODES
 from pytest_kernelperf.model.names import RUN_SCHEMA as SCHEMA
@@ -187,12 +194,17 @@ def _entry(entry: BaselineEntry | None) -> dict[str, Any] | None:
         ("host_latency", "kernels", "compile_context", "autotune", "inputs", "peak_memory_bytes", "counters")
     )
     data = {**absent, **entry_to_data(entry)}
-    if data["kernels"] is not None:
-        data["kernels"] = [{"code": None, "grid": None, **kernel} for kernel in data["kernels"]]
+    if entry.kernels is not None:
+        data["kernels"] = [kernel_data(kernel) for kernel in entry.kernels]
     for metric in ("device_time", "host_latency"):
         if data[metric] is not None:
             data[metric] = {"rounds_ms": [], "resolution_ms": None, **data[metric]}
     return data
+
+
+def kernel_data(kernel: KernelRecord) -> dict[str, Any]:
+    """One kernel of an entry's inventory as a run file writes it: every field, null where unknown."""
+    return {"code": None, "grid": None, **kernel_to_data(kernel)}
 
 
 def _memory(check: MemoryCheck | None) -> dict[str, Any] | None:

@@ -166,7 +166,7 @@ def table(rows: Sequence[tuple[str, str, Score, Score]]) -> list[str]:
 def package_detector(params: Any) -> Callable[[History], list[tuple[int, int, str]]]:
     """pytest_kernelperf.history's change points (Otava + drift merging) as spans for `Score.add`."""
     from pytest_kernelperf.history.changepoints import change_points
-    from pytest_kernelperf.history.store import Point
+    from pytest_kernelperf.history.points import Point
 
     def detect(history: History) -> list[tuple[int, int, str]]:
         points = [

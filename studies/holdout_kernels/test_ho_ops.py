@@ -12,8 +12,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from studies.holdout_kernels.triton_kernels import clamp_leaky
 from studies.real_kernels.common import bench_triton, randn
+
+from .triton_kernels import clamp_leaky
 
 
 def sizes(cuda: Any, cpu: Any, device: str) -> Any:

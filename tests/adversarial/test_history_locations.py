@@ -14,8 +14,8 @@ from conftest import Project
 
 from pytest_kernelperf import cli
 from pytest_kernelperf.history import synthetic_runs as rf
-from pytest_kernelperf.history.server import scrub
-from pytest_kernelperf.history.store import HistoryError, HistoryStore
+from pytest_kernelperf.history.database import HistoryError, scrub
+from pytest_kernelperf.history.store import HistoryStore
 from pytest_kernelperf.settings import history_location
 
 URL = "postgresql://kernelperf:Hunter2-secret@/kernelperf?host=/tmp/pg"

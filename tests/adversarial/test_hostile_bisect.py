@@ -18,6 +18,7 @@ from conftest import git_run
 from pytest_kernelperf import cli
 from pytest_kernelperf.history import bisect as bisect_mod
 from pytest_kernelperf.history import synthetic_runs as rf
+from pytest_kernelperf.results import runfile
 
 CONFTEST = """
 import pytest
@@ -127,7 +128,8 @@ def test_ctrl_c_during_git_bisect_run_removes_only_bisects_worktrees(
 ) -> None:
     good, _, bad = three_commits(repo)
     tree, away = away_worktree(repo, good)
-    monkeypatch.setattr(bisect_mod, "run_pytest", lambda *a: rf.run([rf.result("test_b.py::test_b", 1.0)]))
+    good_run = runfile.check(rf.run([rf.result("test_b.py::test_b", 1.0)])).report
+    monkeypatch.setattr(bisect_mod, "run_pytest", lambda *a: good_run)
 
     def interrupted(tree: Path, command: Any, out: Any) -> str:  # Ctrl-C during `git bisect run`
         raise KeyboardInterrupt

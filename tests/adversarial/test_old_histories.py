@@ -13,7 +13,8 @@ from history.historykit import split_backend, write_old_history
 from pytest_kernelperf import cli
 from pytest_kernelperf.history import changepoints
 from pytest_kernelperf.history import synthetic_runs as rf
-from pytest_kernelperf.history.store import SCHEMA_VERSION, HistoryStore
+from pytest_kernelperf.history.schema import SCHEMA_VERSION
+from pytest_kernelperf.history.store import HistoryStore
 
 
 def _runs() -> list[dict[str, object]]:

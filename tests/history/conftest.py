@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 from pytest_kernelperf.history import changepoints
 from pytest_kernelperf.history.store import HistoryStore
 
-from .historykit import split_backend
+from .historykit import NO_SERVER, SERVER_URL, split_backend, with_database
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -28,3 +29,20 @@ def stand_in_detector(monkeypatch: pytest.MonkeyPatch) -> None:
 def store(tmp_path: Path) -> Iterator[HistoryStore]:
     with HistoryStore(tmp_path / "history.sqlite") as db:
         yield db
+
+
+@pytest.fixture
+def server_url() -> Iterator[str]:
+    """A database of its own on the test server, dropped afterwards."""
+    if not SERVER_URL:
+        pytest.skip(NO_SERVER)
+    import psycopg
+
+    name = f"kp_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(SERVER_URL, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield with_database(SERVER_URL, name)
+    finally:
+        with psycopg.connect(SERVER_URL, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

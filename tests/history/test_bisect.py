@@ -20,9 +20,22 @@ from pytest_kernelperf.history.bisect import (
     judge_arguments,
     judge_paired_run,
 )
+from pytest_kernelperf.model.result import BenchResult, Comparison, Found, RevisionCheck, Verdict
+from pytest_kernelperf.results import runfile
+from pytest_kernelperf.results.runfile import RunReport
 from pytest_kernelperf.verdict.judgement import failures
 
 CONFTEST = scripted_conftest(samples=10)
+
+
+def typed(run: dict[str, object]) -> RunReport:
+    """A run file's JSON as the gateway reads it."""
+    return runfile.check(run).report
+
+
+def report(*results: BenchResult) -> RunReport:
+    return RunReport(plugin_version="", created="", mode="compare", results=results)
+
 
 # The kernel's stated time and its generated code's hash come from files of the commit.
 TEST_MODULE = """
@@ -43,16 +56,12 @@ def test_mul(kernel_bench):
 """
 
 
-def test_a_side_without_rounds_is_judged_on_its_median_against_the_threshold() -> None:
+def test_a_side_without_rounds_is_judged_on_its_level_against_the_threshold() -> None:
     def slower(good_ms: float | None, candidate_ms: float) -> bool:
         key = ("t.py::test_a", "", "gpu", "hot")
 
-        def run(ms: float | None) -> dict[str, object]:
-            return {
-                "results": [
-                    {"nodeid": key[0], "device": "gpu", "cache": "hot", "device_time": {"median_ms": ms}}
-                ]
-            }
+        def run(ms: float | None) -> RunReport:
+            return report(BenchResult(key[0], None, "gpu", Verdict.SAME, level_ms=ms))
 
         judged = judge_against(run(good_ms), run(candidate_ms), 0.05)
         return key in judged and bool(failures(judged[key]))
@@ -64,20 +73,22 @@ def test_a_side_without_rounds_is_judged_on_its_median_against_the_threshold() -
 
 
 def test_judge_skips_a_commit_with_nothing_to_compare() -> None:
-    good = rf.run([rf.result("t.py::test_a", 1.0)])
-    assert judge(good, rf.run([rf.result("t.py::test_b", 9.0)]), 0.05)[0] == SKIP
-    status, lines = judge(good, rf.run([rf.result("t.py::test_a", 1.2)]), 0.05)
+    good = typed(rf.run([rf.result("t.py::test_a", 1.0)]))
+    assert judge(good, typed(rf.run([rf.result("t.py::test_b", 9.0)])), 0.05)[0] == SKIP
+    status, lines = judge(good, typed(rf.run([rf.result("t.py::test_a", 1.2)])), 0.05)
     assert status == 1 and lines == ["slower t.py::test_a on NVIDIA H200 (hot): +20.0% against GOOD"]
-    assert judge(good, rf.run([rf.result("t.py::test_a", 1.01)]), 0.05)[0] == 0
+    assert judge(good, typed(rf.run([rf.result("t.py::test_a", 1.01)])), 0.05)[0] == 0
 
 
 def test_explain_attributes_the_slowdown() -> None:
-    before = rf.run([rf.result("t.py::test_a", 1.0, kernels=[("k0", "aaaa")], autotune={"BLOCK": 64})])
+    before = rf.run(
+        [rf.result("t.py::test_a", 1.0, kernels=[("k0", "aaaa1111")], autotune={"k0": "BLOCK=64"})]
+    )
     after = rf.run(
-        [rf.result("t.py::test_a", 1.2, kernels=[("k0", "bbbb")], autotune={"BLOCK": 64})],
+        [rf.result("t.py::test_a", 1.2, kernels=[("k0", "bbbb2222")], autotune={"k0": "BLOCK=64"})],
         device_env={**rf.DEVICE_ENV, "torch": "2.14.0"},
     )
-    (line,) = explain(before, after, "1" * 40, "2" * 40, 0.05)
+    (line,) = explain(typed(before), typed(after), "1" * 40, "2" * 40, 0.05)
     assert line == (
         "t.py::test_a on NVIDIA H200 (hot): at 2222222: +20.0% against 1111111; "
         "generated code of k0 changed; "
@@ -157,18 +168,18 @@ def _cpu_name(text: str) -> str:
 
 
 def test_judge_paired_run_takes_the_runs_own_paired_verdicts() -> None:
-    def result(verdict: str, ratio: float | None, found: str = "found") -> dict[str, object]:
-        return {
-            "nodeid": f"t.py::test_{verdict}",
-            "device": "gpu",
-            "cache": "hot",
-            "verdict": verdict,
-            "device_time": {"median_ms": 1.0},
-            "comparison": {"ratio": ratio, "reason": "" if ratio else "GOOD has no t.py"},
-            "against": {"found": found},
-        }
+    def result(verdict: str, ratio: float | None, found: str = "found") -> BenchResult:
+        return BenchResult(
+            f"t.py::test_{verdict}",
+            None,
+            "gpu",
+            Verdict(verdict),
+            level_ms=1.0,
+            comparison=Comparison(Verdict(verdict), ratio, reason="" if ratio else "GOOD has no t.py"),
+            against=RevisionCheck("GOOD", "0" * 40, Found(found)),
+        )
 
-    slower = judge_paired_run({"results": [result("same", 1.001), result("slower", 1.02)]})
+    slower = judge_paired_run(report(result("same", 1.001), result("slower", 1.02)))
     assert slower == (
         1,
         [
@@ -176,8 +187,8 @@ def test_judge_paired_run_takes_the_runs_own_paired_verdicts() -> None:
             "slower t.py::test_slower on gpu (hot): +2.0% against GOOD, paired in one process",
         ],
     )
-    assert judge_paired_run({"results": [result("same", 0.999)]})[0] == 0
-    status, lines = judge_paired_run({"results": [result("new", None, "absent")]})
+    assert judge_paired_run(report(result("same", 0.999)))[0] == 0
+    status, lines = judge_paired_run(report(result("new", None, "absent")))
     assert status == SKIP and lines == [
         "new    t.py::test_new on gpu (hot): GOOD has no t.py",
         "no result judged against GOOD",

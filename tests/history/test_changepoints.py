@@ -16,7 +16,8 @@ from pytest_kernelperf.history.changepoints import (
     attribute,
     change_points,
 )
-from pytest_kernelperf.history.store import HistoryStore, Point
+from pytest_kernelperf.history.points import Point
+from pytest_kernelperf.history.store import HistoryStore
 
 from .historykit import commit_of, fill, split_backend
 

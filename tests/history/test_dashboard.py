@@ -10,7 +10,8 @@ import pytest
 from pytest_kernelperf.history import vega
 from pytest_kernelperf.history.changepoints import Attribution, ChangePoint, SeriesReport
 from pytest_kernelperf.history.dashboard import header_facts, render, series_status
-from pytest_kernelperf.history.store import Point, SeriesKey
+from pytest_kernelperf.history.points import Point
+from pytest_kernelperf.history.rows import SeriesKey
 
 KEY = SeriesKey("tests/test_k.py::test_mul", "", "NVIDIA H200", "hot", "device_time")
 

@@ -229,7 +229,7 @@ def test_the_header_legend_and_status_read_as_the_history_says(driver: Any, tmp_
     )
     assert legend == [
         ["rounds", "a round of a run"],
-        ["trend", "mean of a run's rounds"],
+        ["trend", "a run's level (the figure its verdict judged)"],
         ["levels", "level between change points"],
         ["cp-slower", "change point, slower"],
         ["judged-slower", "run judged slower against its baseline"],

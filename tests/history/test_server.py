@@ -7,49 +7,19 @@ from __future__ import annotations
 import io
 import json
 import multiprocessing
-import os
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import pytest
 
 from pytest_kernelperf import cli
 from pytest_kernelperf.history import changepoints
 from pytest_kernelperf.history import synthetic_runs as rf
-from pytest_kernelperf.history.server import masked
-from pytest_kernelperf.history.store import SCHEMA_VERSION, HistoryError, HistoryStore
+from pytest_kernelperf.history.database import HistoryError, masked
+from pytest_kernelperf.history.schema import SCHEMA_VERSION
+from pytest_kernelperf.history.store import HistoryStore
 
-from .historykit import commit_of, split_backend
-
-SERVER_URL = os.environ.get("KERNELPERF_TEST_POSTGRES_URL")
-needs_server = pytest.mark.skipif(
-    not SERVER_URL,
-    reason="no PostgreSQL server: set KERNELPERF_TEST_POSTGRES_URL (.ci/postgres.sh starts one)",
-)
-
-
-def _with_database(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
-
-
-@pytest.fixture
-def server_url() -> Iterator[str]:
-    """A database of its own on the test server, dropped afterwards."""
-    if not SERVER_URL:
-        pytest.skip("no PostgreSQL server: set KERNELPERF_TEST_POSTGRES_URL (.ci/postgres.sh starts one)")
-    import psycopg
-
-    name = f"kp_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(SERVER_URL, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    try:
-        yield _with_database(SERVER_URL, name)
-    finally:
-        with psycopg.connect(SERVER_URL, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+from .historykit import commit_of, needs_server, split_backend
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=needs_server)])

@@ -12,16 +12,11 @@ from pathlib import Path
 import pytest
 
 from pytest_kernelperf.history import synthetic_runs as rf
-from pytest_kernelperf.history.store import (
-    MIGRATIONS,
-    SCHEMA_VERSION,
-    HistoryError,
-    HistoryStore,
-    SeriesKey,
-    git_info,
-    load_run_file,
-    quantiles,
-)
+from pytest_kernelperf.history.database import HistoryError
+from pytest_kernelperf.history.git import git_info
+from pytest_kernelperf.history.rows import SeriesKey
+from pytest_kernelperf.history.schema import MIGRATIONS, SCHEMA_VERSION
+from pytest_kernelperf.history.store import HistoryStore, load_run_file
 
 from .historykit import write_old_history
 
@@ -35,7 +30,7 @@ def test_a_run_gives_one_measurement_per_metric_with_its_evidence(store: History
                 name="gelu",
                 rounds=[0.49, 0.5, 0.51],
                 kernels=[("triton_poi_fused_gelu_0", "c0de0c0de")],
-                autotune={"BLOCK_SIZE": 1024, "num_warps": 4},
+                autotune={"triton_poi_fused_gelu_0": "BLOCK_SIZE=1024, num_warps=4"},
                 nbytes=2_000_000_000,
                 reference_ratio=1.25,
                 host_ms=0.6,
@@ -59,7 +54,7 @@ def test_a_run_gives_one_measurement_per_metric_with_its_evidence(store: History
     assert gelu["median_ms"] == 0.5 and gelu["rounds_ms"] == [0.49, 0.5, 0.51]
     assert gelu["quantiles_ms"] == run["results"][0]["baseline_entry"]["device_time"]["quantiles_ms"]
     assert gelu["kernels"][0]["code"] == "c0de0c0de"
-    assert gelu["autotune"] == {"BLOCK_SIZE": 1024, "num_warps": 4}
+    assert gelu["autotune"] == {"triton_poi_fused_gelu_0": "BLOCK_SIZE=1024, num_warps=4"}
     assert gelu["reference_ratio"] == 1.25
     assert gelu["gb_per_s"] == pytest.approx(4000.0) and gelu["peak_fraction"] == pytest.approx(1.0)
     assert gelu["artifacts"] == ["profiles/gelu/trace.json"]
@@ -196,12 +191,6 @@ def test_parallel_writers_lose_no_run(tmp_path: Path) -> None:
         assert db.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
-def test_quantiles_are_evenly_spaced_from_minimum_to_maximum() -> None:
-    assert quantiles([3.0, 1.0, 2.0]) == [1.0, 2.0, 3.0]
-    values = quantiles([float(i) for i in range(101)], count=5)
-    assert values == [0.0, 25.0, 50.0, 75.0, 100.0]
-
-
 def test_git_info_reads_commit_and_branch(tmp_path: Path) -> None:
     assert git_info(tmp_path) is None
     env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t"}
@@ -307,6 +296,5 @@ def test_a_runs_nsight_compute_counters_are_kept_per_series_and_run(store: Histo
     metrics = {"dram_read_bytes": 64.0, "occupancy_pct": 62.0}
     run["results"][0]["baseline_entry"]["counters"] = [{"name": "add", "launches": 1, "metrics": metrics}]
     stored = store.ingest(run)
-    db = sqlite3.connect(store.path)
-    ((series_id,),) = db.execute("SELECT id FROM series WHERE metric = 'device_time'").fetchall()
-    assert counters.read(db, series_id) == {stored.run_id: (KernelCounters("add", 1, metrics),)}
+    ((series_id,),) = store.db.execute("SELECT id FROM series WHERE metric = 'device_time'").fetchall()
+    assert counters.read(store.db, series_id) == {stored.run_id: (KernelCounters("add", 1, metrics),)}
