@@ -259,7 +259,7 @@ def test_the_history_keeps_the_pair_and_learns_no_noise_from_it(
     with HistoryStore(repo / "h.sqlite", read_only=True) as history:
         rows = [m for m in history.measurements() if m["metric"] == "device_time"]
         assert {m["against_commit"] for m in rows} == {head}
-        assert all(m["against_ms"] == pytest.approx(m["median_ms"], rel=0.02) for m in rows)
+        assert all(m["against_ms"] == pytest.approx(m["level_ms"], rel=0.02) for m in rows)
         key = SeriesKey("test_ops.py::test_double", "", rows[0]["device"], "hot", "device_time")
         # A verdict against another revision teaches nothing of the between-process noise of a
         # judgement against the baseline.

@@ -54,9 +54,9 @@ class MeasurementRow:
 
     verdict: str | None = _column()
     method: str | None = _column()
-    median_ms: float = _column()  # the level the verdict judged
+    level_ms: float = _column()  # the level the verdict judged (`BenchResult.level_ms`)
     # The run's one value in its series: the level (rows stored before it was: the mean of the
-    # rounds). Equal to median_ms, it is left out of the export.
+    # rounds). Equal to level_ms, it is left out of the export.
     value_ms: float = _column(export=False)
     ci_low_ms: float | None = _column()
     ci_high_ms: float | None = _column()
@@ -192,7 +192,7 @@ def device_time(result: BenchResult, peak: Peak | None) -> MeasurementRow:
     return MeasurementRow(
         verdict=str(result.verdict),
         method=result.method,
-        median_ms=level,
+        level_ms=level,
         value_ms=level,
         ci_low_ms=result.round_range_ms[0] if result.round_range_ms else None,
         ci_high_ms=result.round_range_ms[1] if result.round_range_ms else None,
@@ -224,7 +224,7 @@ def host_latency(result: BenchResult) -> MeasurementRow:
     return MeasurementRow(
         verdict=str(result.verdict),
         method=result.host_method,
-        median_ms=level,
+        level_ms=level,
         value_ms=level,
         ci_low_ms=None,
         ci_high_ms=None,

@@ -102,6 +102,10 @@ def fill(
         store.append_run(in_schema_1(run) if schema_1 else run, commit=commit_of(first + i))
 
 
+# Columns a later schema version renamed: the old name -> today's (version 7: the level judged).
+RENAMED_SINCE = {"median_ms": "level_ms"}
+
+
 def write_old_history(path: Path, version: int, runs: Sequence[Mapping[str, Any]]) -> None:
     """A history file at schema `version` holding `runs`, as that version wrote it: the runs are
     stored at the latest schema in a scratch file, then copied, column by column, into the tables
@@ -117,9 +121,10 @@ def write_old_history(path: Path, version: int, runs: Sequence[Mapping[str, Any]
     db.execute(f"PRAGMA user_version = {version}")
     db.execute("ATTACH DATABASE ? AS latest", (str(scratch),))
     for table in ("runs", "series", "measurements", "analyses"):
-        names = ", ".join(row[1] for row in db.execute(f"PRAGMA main.table_info({table})"))
-        if names:
-            db.execute(f"INSERT INTO main.{table} ({names}) SELECT {names} FROM latest.{table}")
+        columns = [str(row[1]) for row in db.execute(f"PRAGMA main.table_info({table})")]
+        if columns:
+            names, today = ", ".join(columns), ", ".join(RENAMED_SINCE.get(c, c) for c in columns)
+            db.execute(f"INSERT INTO main.{table} ({names}) SELECT {today} FROM latest.{table}")
     db.execute("DETACH DATABASE latest")
     db.close()
     scratch.unlink()

@@ -55,7 +55,7 @@ SERIES_COLUMNS = ("repository", "test", "name", "device", "cache", "metric")
 MEASUREMENT_COLUMNS = (
     "verdict",
     "method",
-    "median_ms",
+    "level_ms",
     "ci_low_ms",
     "ci_high_ms",
     "n",
@@ -79,9 +79,9 @@ COUNTER_COLUMNS = ("kernel", "launches", "counters")
 
 def judged_value(row: Mapping[str, Any]) -> float:
     """What a measurement's `value_ms` is: the level its verdict judged, as the result carries it
-    (stored as `median_ms`). Before, it was the arithmetic mean of the rounds; old histories keep
+    (stored as `level_ms`). Before, it was the arithmetic mean of the rounds; old histories keep
     theirs (the two recorded on an H200 are pinned with it)."""
-    return float(row["median_ms"])
+    return float(row["level_ms"])
 
 
 # --- the runs ----------------------------------------------------------------------------------------
@@ -271,7 +271,7 @@ def read_back(store: HistoryStore, with_value: bool) -> dict[str, Any]:
                 "created": p.created,
                 "commit": p.commit,
                 "branch": p.branch,
-                "median_ms": p.median_ms,
+                "level_ms": p.level_ms,
                 "rounds": list(p.rounds()),
                 "verdict": p.verdict,
                 "kernels": p.inventory(),
