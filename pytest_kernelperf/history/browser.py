@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,9 +77,6 @@ class Screenshot:
     width: int
     height: int
     rgb: tuple[tuple[int, int, int], ...]
-
-    def pixels(self) -> Iterator[tuple[int, int, int]]:
-        return iter(self.rgb)
 
     def count(self, colour: Callable[[int, int, int], bool]) -> int:
         """How many pixels are of `colour` (a test of red, green and blue, 0-255)."""
