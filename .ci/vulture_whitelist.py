@@ -33,6 +33,12 @@ bisect.judge_main  # run by `git bisect run` through a generated script
 _.binary_location  # selenium's ChromeOptions attribute
 browser.console_errors  # used by the dashboard's browser test and demo
 browser.wait_ready
+# The screenshot helpers of the dashboard's browser test (tests/history/test_dashboard_browser.py).
+browser.Screenshot.colours
+browser.element_png
+browser.reddish
+browser.greenish
+browser.png_size
 portable.portable_note  # called by the session for "new" results and by the history CLI
 HistoryStore.append_run  # --kernelperf-history
 atomic.GITIGNORE_LINE  # the .gitignore line docs/ci.md gives, checked by a test

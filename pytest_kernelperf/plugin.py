@@ -187,10 +187,10 @@ def kernel_bench(request: pytest.FixtureRequest) -> Any:
     ``reference(*args, **kwargs)`` (assert_close semantics, dtype-aware tolerances; a wrong answer
     fails with "mismatch"), and with ``--kernelperf`` times it and compares the times with the
     baseline (a significant slowdown beyond the threshold fails with "regression"). Returns a
-    BenchResult (``median_ms``, ``samples_ms``, ``baseline_ms``, ``verdict``, ...). Call it several
+    BenchResult (``level_ms``, ``samples_ms``, ``baseline_level_ms``, ``verdict``, ...). Call it several
     times with distinct ``name=`` to time several implementations in one test.
     ``max_ratio=1.1`` also times the reference in the same run and fails ("ratio") when fn's
-    median is more than 1.1x the reference's: a check that needs no baseline. ``bytes=`` and
+    level is more than 1.1x the reference's: a check that needs no baseline. ``bytes=`` and
     ``flops=`` give GB/s, TFLOP/s and the fraction of the device's copy bandwidth in the reports
     (without ``bytes=``, the bytes of the input and output tensors are counted).
     ``restore_inputs=True`` puts an in-place kernel's inputs back before every timed call (outside

@@ -34,9 +34,9 @@ from studies.study_common import (
     common_arguments,
     gpu_env,
     junit_outcomes,
+    level_ms,
     load_run,
     markdown_table,
-    median_ms,
     process_timeout,
     pytest_command,
     ratio_of,
@@ -225,7 +225,7 @@ class Study:
     def write_summary(self, final: bool = False) -> None:
         per_key: dict[str, Counter[str]] = defaultdict(Counter)
         ratios: dict[str, list[float]] = defaultdict(list)
-        medians: dict[str, list[float]] = defaultdict(list)
+        levels: dict[str, list[float]] = defaultdict(list)
         slower_detail: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for index, results in sorted(self.results.items()):
             for result in results:
@@ -234,9 +234,9 @@ class Study:
                 ratio = ratio_of(result)
                 if ratio is not None:
                     ratios[key].append(ratio)
-                value = median_ms(result)
+                value = level_ms(result)
                 if value is not None:
-                    medians[key].append(value)
+                    levels[key].append(value)
                 if result.get("verdict") == "slower":
                     comparison = result.get("comparison") or {}
                     slower_detail[key].append(
@@ -286,7 +286,7 @@ class Study:
                 key: {
                     "verdicts": dict(sorted(per_key[key].items())),
                     "ratio": spread(ratios[key]),
-                    "median_ms": spread(medians[key]),
+                    "level_ms": spread(levels[key]),
                     "slower": slower_detail.get(key, []),
                 }
                 for key in sorted(per_key)

@@ -97,7 +97,7 @@ def torch_blocked_autorange(call: Callable[[], object]) -> float:
 
 
 def kernel_bench_device_time(call: Callable[[], object]) -> float:
-    """What kernel_bench reports as median_ms, with its default settings."""
+    """The median of the samples of one measurement, with kernel_bench's default settings."""
     timing = AutoTimer().measure(Target(call, fingerprint("cuda")), Settings().plan())
     return timing.device_time.summary.median_ms
 

@@ -98,10 +98,10 @@ def measure(args: argparse.Namespace) -> None:
 
 def _paired_results(json_path: Path) -> int:
     try:
-        results = runfile.read(json_path).data["results"]
+        results = runfile.read(json_path).current["results"]
     except runfile.RunFileError:  # the process wrote no run file, or a cut one
         return 0
-    return sum(1 for r in results if (r.get("against") or {}).get("median_ms") is not None)
+    return sum(1 for r in results if (r.get("against") or {}).get("level_ms") is not None)
 
 
 def log_ratios(result: dict[str, Any]) -> list[float]:
@@ -119,7 +119,7 @@ def analyse(folder: Path) -> str:
     for run in runs:
         for result in run["results"]:
             against = result.get("against")
-            if not against or against.get("median_ms") is None:
+            if not against or against.get("level_ms") is None:
                 verdicts[result["verdict"]] += 1
                 continue
             verdicts[result["verdict"]] += 1
@@ -158,9 +158,9 @@ def analyse(folder: Path) -> str:
         n = statistics.fmean(len(r) for r in ratios)
         left = statistics.stdev(means) if len(means) > 1 else float("nan")
         predicted = pair_sd / math.sqrt(n)
-        levels = [math.log(r["device_time"]["median_ms"]) for r in results]
+        levels = [math.log(r["device_time"]["level_ms"]) for r in results]
         level_sd = statistics.stdev(levels) if len(levels) > 1 else float("nan")
-        kind = size_class(statistics.median(r["device_time"]["median_ms"] for r in results)).label
+        kind = size_class(statistics.median(r["device_time"]["level_ms"] for r in results)).label
         classes[kind].append(left / predicted if predicted else float("nan"))
         catches = {delta: [str(_rejudged(r, delta).verdict) == "slower" for r in results] for delta in DELTAS}
         pairs = [len(r) for r in ratios]

@@ -66,9 +66,9 @@ def main() -> int:
             found = False
             for result in judge_run(baselines, run, source=str(card)):
                 c = result.comparison
-                if c is None or c.ratio is None or c.p_value is None or result.baseline_ms is None:
+                if c is None or c.ratio is None or c.p_value is None or result.baseline_level_ms is None:
                     continue
-                size = noise.size_class(result.baseline_ms).label
+                size = noise.size_class(result.baseline_level_ms).label
                 z[size].append(z_star(c.ratio, c.p_value))
                 judged += 1
                 if result.verdict is Verdict.SLOWER:
@@ -80,9 +80,9 @@ def main() -> int:
                 moved = tuple(planted(r, factor) if r.entry else r for r in run.results)
                 scaled = replace(run, results=moved)
                 for result in judge_run(baselines, scaled, source=str(card)):
-                    if result.comparison is None or result.baseline_ms is None:
+                    if result.comparison is None or result.baseline_level_ms is None:
                         continue
-                    key = (factor, noise.size_class(result.baseline_ms).label)
+                    key = (factor, noise.size_class(result.baseline_level_ms).label)
                     planted_n[key] += 1
                     caught[key] += result.verdict is Verdict.SLOWER
     total = sum(slower.values())

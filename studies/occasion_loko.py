@@ -160,7 +160,7 @@ def judge_cards(cards: Iterable[Card], taus: Sequence[float], factor: float = 1.
                 run = replace(run, results=tuple(planted(r, factor) if r.entry else r for r in run.results))
             for result in judge_run(card.baselines, run, source=card.name):
                 c = result.comparison
-                if c is None or c.ratio is None or c.p_value is None or result.baseline_ms is None:
+                if c is None or c.ratio is None or c.p_value is None or result.baseline_level_ms is None:
                     continue
                 base = card.baselines[key_of(result)].device_time
                 rows.append(
@@ -168,8 +168,8 @@ def judge_cards(cards: Iterable[Card], taus: Sequence[float], factor: float = 1.
                         f"{result.module}::{result.test_id}",
                         f"{card.study}/{card.name}",
                         label,
-                        tau_class(result.baseline_ms),
-                        noise.size_class(result.baseline_ms).label,
+                        tau_class(result.baseline_level_ms),
+                        noise.size_class(result.baseline_level_ms).label,
                         result.verdict,
                         z_star(c.ratio, c.p_value),
                         float(norm.isf(c.level)) if c.level else math.inf,

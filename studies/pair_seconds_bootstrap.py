@@ -58,7 +58,7 @@ def kernels(folder: Path) -> list[Kernel]:
     found: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for _, run in run_files(folder):
         for result in run["results"]:
-            if (result.get("against") or {}).get("median_ms") is not None:
+            if (result.get("against") or {}).get("level_ms") is not None:
                 found[result["test_id"]].append(result)
     out = []
     for test_id, results in sorted(found.items()):
@@ -80,7 +80,7 @@ def kernels(folder: Path) -> list[Kernel]:
                 test_id,
                 first["device"],
                 first["device_time"]["method"],
-                statistics.median(r["against"]["median_ms"] for r in results),
+                statistics.median(r["against"]["level_ms"] for r in results),
                 tuple(residuals),
                 statistics.median(warmups),
                 statistics.median(per_pair),

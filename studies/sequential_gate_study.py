@@ -147,7 +147,7 @@ def _live(folder: Path) -> list[str]:
     for _, run in runs:
         for result in run["results"]:
             if (result.get("comparison") or {}).get("sequential") is not None:
-                rows[size_class(result["against"]["median_ms"]).label].append(result)
+                rows[size_class(result["against"]["level_ms"]).label].append(result)
     lines = [f"gate runs as they ran ({len(runs)} processes, the defaults): A/A'"]
     lines.append(
         "class  judgements  slower  faster  same  undetermined  stopped  pairs (median)  s per kernel"

@@ -237,7 +237,7 @@ def load_run(path: Path | None) -> tuple[list[dict[str, Any]], dict[str, list[st
         return results, workers
     for file in json_files(path):
         try:
-            document = runfile.read(file).data
+            document = runfile.read(file).current
         except runfile.RunFileError:  # not a run file (or a damaged one): not a worker's results
             continue
         worker = (document.get("environment") or {}).get("xdist_worker") or "main"
@@ -313,9 +313,10 @@ def ratio_of(result: Mapping[str, Any]) -> float | None:
     return float(ratio) if isinstance(ratio, (int, float)) else None
 
 
-def median_ms(result: Mapping[str, Any]) -> float | None:
+def level_ms(result: Mapping[str, Any]) -> float | None:
+    """A result's device-time level, the figure judged."""
     device_time = result.get("device_time") or {}
-    value = device_time.get("median_ms")
+    value = device_time.get("level_ms")
     return float(value) if isinstance(value, (int, float)) else None
 
 
@@ -347,7 +348,7 @@ def write_text(path: Path, text: str) -> None:
 def run_files(folder: Path, pattern: str = "run-*.json") -> list[tuple[Path, dict[str, Any]]]:
     """The run files under `folder`, in name order, each read and checked by the package's gateway:
     a damaged or foreign file stops the analysis with its name and field."""
-    return [(path, runfile.read(path).data) for path in sorted(folder.rglob(pattern))]
+    return [(path, runfile.read(path).current) for path in sorted(folder.rglob(pattern))]
 
 
 def short_stdout(run: ProcessRun, max_lines: int = 400) -> str:

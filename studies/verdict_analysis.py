@@ -177,12 +177,12 @@ def main() -> int:
                 live_disagree += 1
                 print(f"  live {live.verdict.value} vs re-judged {again.verdict.value}: {live.label}")
             comparison = again.comparison
-            if comparison is None or comparison.ratio is None or again.baseline_ms is None:
+            if comparison is None or comparison.ratio is None or again.baseline_level_ms is None:
                 continue
             aa[(side, again.verdict.value)] += 1
             if again.verdict in (Verdict.SLOWER, Verdict.FASTER):
                 print(f"  A/A {again.verdict.value} {comparison.change_pct:+.2f}% {label}: {again.label}")
-            klass = size_class(again.baseline_ms).label
+            klass = size_class(again.baseline_level_ms).label
             card_sd = CARD_LEVEL_SD if side == "other" else 0.0
             parts = (comparison.noise_sd or 0.0, comparison.process_sd or 0.0, card_sd)
             sd = math.sqrt(math.fsum(p**2 for p in parts))
@@ -194,8 +194,8 @@ def main() -> int:
                 run, results=tuple(planted(r, 1 + factor) if r.entry else r for r in run.results)
             )
             for result in judged_under_rule(baselines, slower, folder):
-                if result.baseline_ms is not None and result.comparison is not None:
-                    klass = size_class(result.baseline_ms).label
+                if result.baseline_level_ms is not None and result.comparison is not None:
+                    klass = size_class(result.baseline_level_ms).label
                     caught[(factor, f"{side} {klass}")].append(result.verdict is Verdict.SLOWER)
         real = real_slowdown(run, baselines, folder)
         if real:

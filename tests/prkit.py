@@ -29,10 +29,10 @@ def _paired(nodeid: str, verdict: Verdict, ratio: float, ci: tuple[float, float]
         device="NVIDIA H200",
         verdict=verdict,
         method="cupti",
-        median_ms=ms,
-        ci_ms=(ms * 0.99, ms * 1.01),
+        level_ms=ms,
+        round_range_ms=(ms * 0.99, ms * 1.01),
         rounds_ms=(ms * 0.99, ms, ms * 1.01),
-        baseline_ms=base_ms,
+        baseline_level_ms=base_ms,
         comparison=Comparison(verdict, ratio, 1e-9, 0.005, 0.01, "", ratio_ci=ci, level=0.002),
         against=RevisionCheck(
             BASE,

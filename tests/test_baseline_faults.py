@@ -185,7 +185,7 @@ BROKEN: list[tuple[str, str, str, int | None]] = [
     ("null document", "null\n", "expected a mapping", None),
     ("a list", "- schema_version: 1\n", "expected a mapping", None),
     ("missing schema_version", "entries: {}\n", "missing schema_version", 1),
-    ("schema_version 3", "schema_version: 3\nentries: {}\n", "unknown schema_version 3", 1),
+    ("schema_version 4", "schema_version: 4\nentries: {}\n", "unknown schema_version 4", 1),
     ("schema_version '1'", "schema_version: '1'\nentries: {}\n", "unknown schema_version '1'", 1),
     ("schema_version 1.0", "schema_version: 1.0\nentries: {}\n", "unknown schema_version 1.0", 1),
     ("schema_version true", "schema_version: true\nentries: {}\n", "unknown schema_version True", 1),

@@ -58,7 +58,10 @@ def test_compare_reproduces_the_verdicts_of_the_run_that_wrote_the_json(project:
     for label, result in in_run.items():
         again = judged[label]
         assert again.verdict == result.verdict, label
-        assert again.baseline_ms == result.baseline_ms and again.baseline_ci_ms == result.baseline_ci_ms
+        assert (
+            again.baseline_level_ms == result.baseline_level_ms
+            and again.baseline_round_range_ms == result.baseline_round_range_ms
+        )
         assert result.comparison is not None and again.comparison is not None
         assert again.comparison.ratio == result.comparison.ratio  # the same numbers, not just verdicts
         assert again.comparison.p_value == result.comparison.p_value

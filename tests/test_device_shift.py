@@ -16,8 +16,8 @@ def result(name: str, ratio: float, verdict: Verdict = Verdict.SAME) -> BenchRes
         "NVIDIA H200",
         verdict,
         method="cupti",
-        median_ms=ratio,
-        baseline_ms=1.0,
+        level_ms=ratio,
+        baseline_level_ms=1.0,
         comparison=Comparison(verdict, ratio=ratio, threshold=0.01),
     )
 

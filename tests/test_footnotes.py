@@ -92,8 +92,8 @@ def _undetermined(nodeid: str, detectable: float) -> BenchResult:
         "cpu",
         Verdict.UNDETERMINED,
         method="wall-clock",
-        median_ms=1.0,
-        baseline_ms=1.0,
+        level_ms=1.0,
+        baseline_level_ms=1.0,
         comparison=comparison,
     )
 
@@ -140,7 +140,7 @@ def test_a_regression_names_its_timer_step_in_a_unit_a_person_reads() -> None:
         "cpu",
         Verdict.SLOWER,
         method="wall-clock",
-        median_ms=107.7,
+        level_ms=107.7,
         comparison=comparison,
         rounds_ms=(98.0, 120.0),
         resolution_ms=8.72,

@@ -240,7 +240,7 @@ def test_a_saved_run_is_judged_on_memory_against_other_entries() -> None:
             "verdict": "same",
             "device_time": {
                 "method": "cupti",
-                "median_ms": 1.0,
+                "level_ms": 1.0,
                 "rounds_ms": [1.0, 1.0],
                 "samples_ms": [1.0],
             },

@@ -18,7 +18,7 @@ def test_no_flag_checks_once_without_timing_or_files(project: Project) -> None:
         def test_kernel(kernel_bench):
             result = kernel_bench(kernel, torch.ones(4), reference=lambda x: x + x)
             assert len(calls) == 1
-            assert result.verdict == "checked" and result.median_ms is None
+            assert result.verdict == "checked" and result.level_ms is None
         """
     )
     result = project.run()

@@ -123,7 +123,7 @@ def test_json_matches_the_documented_schema_and_reads_back(project: Project) -> 
     check_object(runfile.result_to_dict(full_result()), "results[]", documented(), seen)
     assert set(documented()) - seen == set()
 
-    assert data["schema"] == "pytest-kernelperf-run" and data["schema_version"] == 1
+    assert data["schema"] == "pytest-kernelperf-run" and data["schema_version"] == 2
     assert data["mode"] == "compare"
     assert data["totals"] == {"same": 3, "slower": 1, "faster": 1, "new": 2}
     by_id = {r["test_id"]: r for r in data["results"]}
@@ -136,7 +136,7 @@ def test_json_matches_the_documented_schema_and_reads_back(project: Project) -> 
     assert [r["rounds"] for r in slower["device_time"]["readings"]] == [5, 5]
     assert len(slower["baseline_entry"]["device_time"]["rounds_ms"]) == 10
     assert slower["baseline"]["file"].endswith("test_kernels.yaml")
-    assert slower["baseline"]["median_ms"] == pytest.approx(1.0, rel=0.01)
+    assert slower["baseline"]["level_ms"] == pytest.approx(1.0, rel=0.01)
     assert len(slower["device_time"]["samples_ms"]) == slower["device_time"]["n"] == 2 * 5 * 50
     assert slower["throughput"] == {
         "bytes": 8 << 20,
@@ -181,7 +181,7 @@ def test_correctness_only_run_writes_checked_results(project: Project) -> None:
     run = runfile.load(project.pytester.path / "run.json")
     assert run.mode == "check"
     assert {r.verdict for r in run.results} == {Verdict.CHECKED}
-    assert all(r.median_ms is None and r.entry is None for r in run.results)
+    assert all(r.level_ms is None and r.entry is None for r in run.results)
 
 
 TESTS_OF_EACH_OUTCOME = """
@@ -241,10 +241,10 @@ def full_result() -> BenchResult:
         verdict=Verdict.SLOWER,
         cache="cold",
         method="cupti",
-        median_ms=0.5123456789,
+        level_ms=0.5123456789,
         samples_ms=(0.5, 0.5123456789, 0.53),
-        ci_ms=(0.5, 0.53),
-        baseline_ms=0.4,
+        round_range_ms=(0.5, 0.53),
+        baseline_level_ms=0.4,
         comparison=Comparison(
             Verdict.SLOWER,
             1.28,
@@ -255,8 +255,8 @@ def full_result() -> BenchResult:
             sequential=SequentialPairs(PairsStopped.DECIDED, 1.31, 0.024),
         ),
         host_method="cuda-event",
-        host_median_ms=0.02,
-        host_baseline_ms=0.019,
+        host_level_ms=0.02,
+        host_baseline_level_ms=0.019,
         host_comparison=Comparison(Verdict.SAME, 1.05, None, 0.05, 0.01, "within threshold"),
         baseline_file="baselines/tests/test_k.yaml",
         notes=("SM clock 1980->1980 MHz, 40->41 C",),
@@ -277,7 +277,7 @@ def full_result() -> BenchResult:
             "cupti",
             "within tolerance",
         ),
-        baseline_ci_ms=(0.39, 0.41),
+        baseline_round_range_ms=(0.39, 0.41),
         entry=BaselineEntry(
             record,
             "2026-11-30T00:00:00Z",
@@ -356,11 +356,19 @@ def test_an_unbounded_paired_interval_is_written_null_and_read_back_unbounded() 
     ("change", "message"),
     [
         (
-            lambda d: d["results"][0]["device_time"].update(median_ms="1 ms"),
-            "results[0].device_time.median_ms: expected a number",
+            lambda d: d["results"][0]["device_time"].update(level_ms="1 ms"),
+            "results[0].device_time.level_ms: expected a number",
+        ),
+        (
+            lambda d: d["results"][0]["device_time"].pop("level_ms"),
+            "results[0].device_time.level_ms: missing where median_ms is given",
+        ),
+        (
+            lambda d: (baseline := d["results"][0]["baseline"]).update(median_ms=baseline.pop("level_ms")),
+            "results[0].baseline.level_ms: missing where median_ms is given",
         ),
         (lambda d: d["results"][0].update(verdict="worse"), "results[0].verdict: unknown verdict 'worse'"),
-        (lambda d: d.update(schema_version=2), "schema_version 2 is not readable"),
+        (lambda d: d.update(schema_version=3), "schema_version 3 is not readable"),
         (lambda d: d.pop("results"), "at results: missing"),
         (lambda d: d.update(schema="other"), "not a pytest-kernelperf run file"),
         (

@@ -65,7 +65,7 @@ def test_no_step_summary_without_timing_or_with_an_empty_variable(project: Proje
     assert not summary.exists()
 
 
-def test_junit_xml_carries_median_baseline_change_and_verdict(project: Project) -> None:
+def test_junit_xml_carries_level_baseline_level_change_and_verdict(project: Project) -> None:
     mixed_verdicts(project)
     project.module(KERNELS + RATIO)
     times(project, b=4.0, c=0.5, slow=1.2)
@@ -78,12 +78,12 @@ def test_junit_xml_carries_median_baseline_change_and_verdict(project: Project) 
 
     slower = props("test_param[b]")
     assert slower["kernelperf.verdict"] == "slower"
-    assert float(slower["kernelperf.median_ms"]) > 3.9
-    assert abs(float(slower["kernelperf.baseline_ms"]) - 1.0) < 0.01
+    assert float(slower["kernelperf.level_ms"]) > 3.9
+    assert abs(float(slower["kernelperf.baseline_level_ms"]) - 1.0) < 0.01
     assert abs(float(slower["kernelperf.change_pct"]) - 300) < 2
     assert slower["kernelperf.method"] == "scripted" and slower["kernelperf.device"] == "Test CPU"
     new = props("test_param[d]")
-    assert new["kernelperf.verdict"] == "new" and "kernelperf.baseline_ms" not in new
+    assert new["kernelperf.verdict"] == "new" and "kernelperf.baseline_level_ms" not in new
     named = props("test_named")
     assert named["kernelperf.first.verdict"] == named["kernelperf.second.verdict"] == "same"
     assert abs(float(named["kernelperf.second.tflop_per_s"]) - 1.07) < 0.01

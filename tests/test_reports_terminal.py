@@ -80,7 +80,13 @@ def test_checked_only_run_lists_checked_results(project: Project) -> None:
 def _judged(test: str, verdict: Verdict, level_ms: float, detectable: float) -> BenchResult:
     comparison = Comparison(verdict, ratio=1.0, threshold=0.005, detectable=detectable)
     return BenchResult(
-        f"t.py::{test}", None, "gpu", verdict, median_ms=level_ms, baseline_ms=level_ms, comparison=comparison
+        f"t.py::{test}",
+        None,
+        "gpu",
+        verdict,
+        level_ms=level_ms,
+        baseline_level_ms=level_ms,
+        comparison=comparison,
     )
 
 
@@ -110,7 +116,7 @@ def test_an_undetermined_call_is_named_as_not_gated_even_where_no_resolution_is_
         None,
         "gpu",
         Verdict.UNDETERMINED,
-        median_ms=0.1,
+        level_ms=0.1,
         comparison=Comparison(Verdict.UNDETERMINED, ratio=1.0, threshold=0.005),
     )
     assert render.resolution_lines([blind]) == ["not gated: 1 undetermined (t.py::test_pair)"]

@@ -34,7 +34,7 @@ def test_figures_from_bytes_flops_and_peak() -> None:
         None,
         "Some GPU",
         Verdict.SAME,
-        median_ms=0.5,
+        level_ms=0.5,
         bytes=2 << 30,
         flops=10**9,
         bytes_inferred=True,

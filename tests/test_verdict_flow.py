@@ -152,7 +152,7 @@ end: true
 """
 
 
-def test_a_schema_1_baseline_is_judged_as_one_round_and_an_update_writes_schema_2(project: Project) -> None:
+def test_a_schema_1_baseline_is_judged_as_one_round_and_an_update_writes_schema_3(project: Project) -> None:
     project.module()
     project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
     device = next(
@@ -172,8 +172,9 @@ def test_a_schema_1_baseline_is_judged_as_one_round_and_an_update_writes_schema_
     slower.stdout.fnmatch_lines(["*vs baseline 1 ms (+50.0%*", "*predates rounds (schema 1)*"])
     project.run("--kernelperf-update-baselines").assert_outcomes(passed=1)
     text = project.baseline_file.read_text()
-    assert "schema_version: 2" in text and text.count("rounds_ms:") == 1  # test_gone keeps no rounds
-    assert "test_gone:" in text and "median_ms: 2.0" in text
+    assert "schema_version: 3" in text and text.count("rounds_ms:") == 1  # test_gone keeps no rounds
+    # test_gone's level is its median, and says so under the level's name.
+    assert "test_gone:" in text and "median_ms: 2.0" in text and "level_ms: 2.0" in text
 
 
 TWO_TESTS = """

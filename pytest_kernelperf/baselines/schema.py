@@ -8,10 +8,15 @@ The error holds the path of the field within the entry (`device_time.median_ms`,
 `kernels[2].share`); each reader turns that into its own location: a YAML line, or a JSON path such
 as `results[3].baseline_entry.device_time.median_ms`.
 
+Each metric names its figures once: `level_ms` the level a verdict judges (the geometric mean of
+its rounds, per recording process; written for the reader, and checked against the rounds when
+read: files written before it lack it), `median_ms` the samples' median and `ci_ms` that median's
+95% interval.
+
 Beyond types, an entry must be consistent in itself: a median outside its own confidence interval
-or outside the range of its quantiles, or rounds (the figures a verdict judges) that the samples
-cannot have given, are a hand edit or a corruption, never a measurement.
-No pytest, no torch.
+or outside the range of its quantiles, rounds (the figures a verdict judges) that the samples
+cannot have given, or a level that is not its rounds', are a hand edit or a corruption, never a
+measurement. No pytest, no torch.
 """
 
 from __future__ import annotations
@@ -51,6 +56,9 @@ _METHOD = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 _CODE_HASH = re.compile(r"^[0-9a-f]{8,64}$")
 # Relative rounding error a computed midmean or quantile may carry past the samples it comes from.
 _FLOAT_SLACK = 1e-9
+# How far a stored level may lie from the level of the stored rounds: both rounded to six
+# significant digits (each at most 5e-6 off), and a float's own error.
+LEVEL_SLACK = 1.2e-5
 # A launch grid is (x, y, z); the room beyond is a profiler plugin's.
 _MAX_GRID_DIMS = 16
 # A kernel inventory's fields; `code` is optional.
@@ -249,7 +257,8 @@ def _inputs(value: Any) -> tuple[TensorInput, ...]:
 def _metric(value: Any, at: FieldPath) -> MetricRecord:
     record = _mapping(value, at, at[-1])
     required = {"method", "median_ms", "ci_ms", "n", "quantiles_ms"}
-    _only_keys(record, required | {"rounds_ms", "resolution_ms", "process_rounds", "occasion_processes"}, at)
+    optional = {"level_ms", "rounds_ms", "resolution_ms", "process_rounds", "occasion_processes"}
+    _only_keys(record, required | optional, at)
     missing = sorted(required - set(record))
     if missing:
         raise SchemaError((*at, missing[0]), f"missing {', '.join(missing)}")
@@ -283,7 +292,7 @@ def _metric(value: Any, at: FieldPath) -> MetricRecord:
     step = None
     if record.get("resolution_ms") is not None:
         step = _positive(record["resolution_ms"], (*at, "resolution_ms"), "resolution_ms")
-    return MetricRecord(
+    built = MetricRecord(
         method=method,
         median_ms=median,
         ci_ms=(low, high),
@@ -294,6 +303,24 @@ def _metric(value: Any, at: FieldPath) -> MetricRecord:
         process_rounds=(processes := _process_rounds(record.get("process_rounds"), len(rounds), at)),
         occasion_processes=_occasion_processes(record.get("occasion_processes"), len(processes) or 1, at),
     )
+    if record.get("level_ms") is not None:
+        _level_consistent(at, _positive(record["level_ms"], (*at, "level_ms"), "level_ms"), built)
+    return built
+
+
+def _level_consistent(at: FieldPath, given: float, record: MetricRecord) -> None:
+    """`level_ms` is written for its reader, never read: the level is its rounds' (per process,
+    `MetricRecord.level_ms`), or the median of an entry without rounds. Written to six significant
+    digits, as the rounds are, it agrees with them to LEVEL_SLACK; beyond, it was edited apart from
+    the figures it stands for."""
+    level = record.level_ms
+    if abs(math.log(given / level)) > LEVEL_SLACK:
+        made_of = "the geometric mean of rounds_ms" if record.rounds_ms else "median_ms, without rounds_ms"
+        raise SchemaError(
+            (*at, "level_ms"),
+            f"level_ms {given!r} is not the level of its own figures ({rounded(level)!r}: {made_of}): "
+            "the figures do not come from one measurement",
+        )
 
 
 def _occasion_processes(value: Any, processes: int, at: FieldPath) -> tuple[int, ...]:
@@ -496,6 +523,7 @@ def _only_keys(mapping: Mapping[str, Any], allowed: set[str], at: FieldPath) -> 
 def metric_to_data(record: MetricRecord) -> dict[str, Any]:
     data: dict[str, Any] = {
         "method": record.method,
+        "level_ms": record.level_ms,  # derived (the rounds'), for the reader of the file
         "median_ms": record.median_ms,
         "ci_ms": list(record.ci_ms),
         "n": record.n,

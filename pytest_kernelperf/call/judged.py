@@ -158,14 +158,14 @@ def judge(run: CallRun, timing: Timing, measurement: Measurement, spec: CallSpec
         verdict=comparison.verdict,
         cache=settings.cache,
         method=measured.method,
-        median_ms=measured.level_ms,
+        level_ms=measured.level_ms,
         samples_ms=measured.samples_ms,
-        ci_ms=(min(measured.round_locations_ms), max(measured.round_locations_ms)),
-        baseline_ms=baseline.device_time.level_ms if baseline else None,
+        round_range_ms=(min(measured.round_locations_ms), max(measured.round_locations_ms)),
+        baseline_level_ms=baseline.device_time.level_ms if baseline else None,
         comparison=comparison,
         host_method=host.method if host else None,
-        host_median_ms=host.level_ms if host else None,
-        host_baseline_ms=host_base.level_ms if host_base else None,
+        host_level_ms=host.level_ms if host else None,
+        host_baseline_level_ms=host_base.level_ms if host_base else None,
         host_comparison=host_comparison,
         baseline_file=str(measurement.path),
         notes=tuple(notes),
@@ -297,17 +297,17 @@ def enforce(
         result, strict=settings.strict, update=settings.update, allow_undetermined=settings.allow_undetermined
     )
     if Failure.MAX_RATIO in found:
-        assert result.ratio is not None and result.median_ms is not None
-        defer(ratio_message(result.label, result.device, result.median_ms, result.ratio))
+        assert result.ratio is not None and result.level_ms is not None
+        defer(ratio_message(result.label, result.device, result.level_ms, result.ratio))
     if Failure.MEMORY in found:
         assert baseline is not None
         defer(memory_failure(result, baseline, path))
     if Failure.SLOWER in found and result.against is not None:
         defer(against_message(result))
     elif Failure.SLOWER in found:
-        assert baseline is not None and result.median_ms is not None
+        assert baseline is not None and result.level_ms is not None
         # The headline's figures (regression_message): one ratio for the verdict and the diagnosis.
-        call_ms = (baseline.device_time.level_ms, result.median_ms)
+        call_ms = (baseline.device_time.level_ms, result.level_ms)
         details = regression_details(baseline, environment, profiled, current=result.entry, call_ms=call_ms)
         defer(regression_message(result, baseline, path, details))
     if not run.settings.update and result.verdict in NOT_JUDGED:

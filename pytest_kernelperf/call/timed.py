@@ -315,7 +315,9 @@ def finished(
     changes = None if baseline is None else tuple(differences(baseline.environment, entry.environment))
     result = replace(
         result,
-        baseline_ci_ms=baseline.device_time.round_range_ms if baseline else result.baseline_ci_ms,
+        baseline_round_range_ms=baseline.device_time.round_range_ms
+        if baseline
+        else result.baseline_round_range_ms,
         placements=len(timing.device_time.round_locations_ms) if rounds.placements is not None else 0,
         notes=(
             *notes,

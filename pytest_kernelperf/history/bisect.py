@@ -51,6 +51,7 @@ from pytest_kernelperf.verdict.judgement import (
     noise_priors,
     suite_judgements,
 )
+from pytest_kernelperf.verdict.stats import quantile
 
 from .changepoints import attribute
 from .points import Point
@@ -71,14 +72,16 @@ class BisectError(Exception):
 
 
 def _record(result: BenchResult) -> MetricRecord:
-    """A result's device time as the judge reads a stored metric: its level and rounds (a side
-    without rounds, from a file before rounds, stands as one round of its level)."""
-    level = result.median_ms
+    """A result's device time as the judge reads a stored metric: its rounds, with the samples'
+    median beside them; a side without rounds (a file from before rounds, whose level was its
+    samples' median) stands as one round of its level."""
+    level = result.level_ms
     assert level is not None
+    median = quantile(sorted(result.samples_ms), 0.5) if result.rounds_ms and result.samples_ms else level
     return MetricRecord(
         method=result.method or "unknown",
-        median_ms=level,
-        ci_ms=(level, level),
+        median_ms=median,
+        ci_ms=(median, median),
         n=0,
         quantiles_ms=(),
         rounds_ms=result.rounds_ms,
@@ -155,7 +158,7 @@ def _results(run: RunReport) -> dict[Key, BenchResult]:
     """The run's timed results by key (the first of a key that appears twice)."""
     out: dict[Key, BenchResult] = {}
     for r in run.results:
-        if r.median_ms is not None:
+        if r.level_ms is not None:
             out.setdefault((r.nodeid, r.name or "", r.device, r.cache), r)
     return out
 
@@ -170,7 +173,7 @@ def judge(good: RunReport, candidate: RunReport, threshold: float) -> tuple[int,
     }
     lines = []
     for key in (k for k in goods if k in cands):
-        g, c = goods[key].median_ms, cands[key].median_ms
+        g, c = goods[key].level_ms, cands[key].level_ms
         worse = failed.get(key, False)
         change = (c / g - 1) * 100 if g and c else 0.0
         lines.append(f"{'slower' if worse else 'ok':6} {_label(key)}: {change:+.1f}% against GOOD")
@@ -318,14 +321,14 @@ def _judgements(runs: Path) -> dict[str, tuple[str, list[str]]]:
 
 def _point(run: RunReport, result: BenchResult, commit: str) -> Point:
     """A run file's result as a history point, for attribution."""
-    entry, level = result.entry, result.median_ms
+    entry, level = result.entry, result.level_ms
     assert level is not None
     return Point(
         run_id=0,
         created=run.created,
         commit=commit,
         branch=None,
-        median_ms=level,
+        level_ms=level,
         rounds_ms=result.rounds_ms or (level,),
         kernels=None if entry is None or entry.kernels is None else tuple(map(kernel_data, entry.kernels)),
         autotune=entry.autotune if entry is not None else None,
@@ -345,7 +348,7 @@ def explain(
         if old is None or key not in judged or not failures(judged[key]):
             continue
         a, b = _point(before, old, before_commit), _point(after, new, after_commit)
-        change = (b.median_ms / a.median_ms - 1) * 100
+        change = (b.level_ms / a.level_ms - 1) * 100
         lines.append(
             f"{_label(key)}: at {after_commit[:7]}: {change:+.1f}% against {before_commit[:7]}; "
             + attribute(a, b).text()

@@ -414,7 +414,7 @@ def _show(args: argparse.Namespace, store: HistoryStore, out: TextIO) -> int:
                 r.key.device,
                 r.key.cache,
                 str(len(r.points)),
-                _fmt_ms(r.latest.median_ms),
+                _fmt_ms(r.latest.level_ms),
                 f"{r.total_change_pct:+.1f}%",
                 status_cell(r),
                 str(len(r.change_points)),

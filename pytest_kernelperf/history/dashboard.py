@@ -106,7 +106,7 @@ def series_data(report: SeriesReport, base: Path | None = None) -> dict[str, Any
         "total": round(report.total_change_pct, 3),
         "last": None if last is None else round(last.change_pct, 3),
         "lastAt": None if last is None else where(last.commit, last.run_id),
-        "latest": significant(report.latest.median_ms),
+        "latest": significant(report.latest.level_ms),
         "verdict": report.latest.verdict or "",
         "v": [significant(p.value) for p in points],
         "r": [[significant(x, 5) for x in p.rounds()] for p in points],

@@ -22,7 +22,7 @@ class Point:
     created: str
     commit: str | None
     branch: str | None
-    median_ms: float
+    level_ms: float  # the level its verdict judged
     rounds_ms: tuple[float, ...] | str  # a JSON list: decoded by rounds()
     verdict: str | None = None
     kernels: tuple[Mapping[str, Any], ...] | str | None = None  # a JSON string: decoded by inventory()
@@ -44,7 +44,7 @@ class Point:
         return self.kernels
 
     def rounds(self) -> tuple[float, ...]:
-        """The per-round location estimates, in ms (the median alone when the run gave none)."""
+        """The per-round location estimates, in ms (the level alone when the run gave none)."""
         if not isinstance(self.rounds_ms, str):
             return self.rounds_ms
         try:
@@ -66,7 +66,7 @@ class Point:
         if self.value_ms is not None:
             return self.value_ms
         rounds = self.rounds()
-        return sum(rounds) / len(rounds) if rounds else self.median_ms
+        return sum(rounds) / len(rounds) if rounds else self.level_ms
 
 
 NO_ENV: dict[str, str] = {}

@@ -54,9 +54,9 @@ class MeasurementRow:
 
     verdict: str | None = _column()
     method: str | None = _column()
-    median_ms: float = _column()  # the level the verdict judged
+    level_ms: float = _column()  # the level the verdict judged (`BenchResult.level_ms`)
     # The run's one value in its series: the level (rows stored before it was: the mean of the
-    # rounds). Equal to median_ms, it is left out of the export.
+    # rounds). Equal to level_ms, it is left out of the export.
     value_ms: float = _column(export=False)
     ci_low_ms: float | None = _column()
     ci_high_ms: float | None = _column()
@@ -177,14 +177,14 @@ def rows_of(report: RunReport) -> Iterator[tuple[SeriesKey, MeasurementRow]]:
     """Each (series, measurement row) of a run, device time then host latency per result; a metric
     without a level (a result only checked, a call without host timing) gives none."""
     for result in report.results:
-        if result.median_ms is not None:
+        if result.level_ms is not None:
             yield series_key(result, "device_time"), device_time(result, report.peaks.get(result.device))
-        if result.host_median_ms is not None:
+        if result.host_level_ms is not None:
             yield series_key(result, "host_latency"), host_latency(result)
 
 
 def device_time(result: BenchResult, peak: Peak | None) -> MeasurementRow:
-    level, entry = result.median_ms, result.entry
+    level, entry = result.level_ms, result.entry
     assert level is not None
     recorded = entry.device_time if entry is not None else None
     rounds = result.rounds_ms or (recorded.rounds_ms if recorded else ()) or (level,)
@@ -192,10 +192,10 @@ def device_time(result: BenchResult, peak: Peak | None) -> MeasurementRow:
     return MeasurementRow(
         verdict=str(result.verdict),
         method=result.method,
-        median_ms=level,
+        level_ms=level,
         value_ms=level,
-        ci_low_ms=result.ci_ms[0] if result.ci_ms else None,
-        ci_high_ms=result.ci_ms[1] if result.ci_ms else None,
+        ci_low_ms=result.round_range_ms[0] if result.round_range_ms else None,
+        ci_high_ms=result.round_range_ms[1] if result.round_range_ms else None,
         n=len(result.samples_ms) or (recorded.n if recorded else None),
         rounds_ms=dumps(rounds),
         quantiles_ms=dumps((recorded.quantiles_ms if recorded else ()) or compress(result.samples_ms)),
@@ -204,9 +204,9 @@ def device_time(result: BenchResult, peak: Peak | None) -> MeasurementRow:
         else dumps(list(map(kernel_data, entry.kernels))),
         autotune=None if entry is None or entry.autotune is None else dumps(entry.autotune),
         reference_ratio=result.ratio.ratio if result.ratio else None,
-        reference_ms=result.ratio.reference_median_ms if result.ratio else None,
+        reference_ms=result.ratio.reference_level_ms if result.ratio else None,
         against_commit=result.against.commit if result.against else None,
-        against_ms=result.against.median_ms if result.against else None,
+        against_ms=result.against.level_ms if result.against else None,
         peak_memory_bytes=result.peak_memory_bytes,
         bytes=result.bytes if fig.gb_per_s is not None else None,
         gb_per_s=fig.gb_per_s,
@@ -218,13 +218,13 @@ def device_time(result: BenchResult, peak: Peak | None) -> MeasurementRow:
 
 def host_latency(result: BenchResult) -> MeasurementRow:
     """Host latency: a run file keeps its rounds, quantiles and count only in the entry it would record."""
-    level, entry = result.host_median_ms, result.entry
+    level, entry = result.host_level_ms, result.entry
     assert level is not None
     recorded = entry.host_latency if entry is not None else None
     return MeasurementRow(
         verdict=str(result.verdict),
         method=result.host_method,
-        median_ms=level,
+        level_ms=level,
         value_ms=level,
         ci_low_ms=None,
         ci_high_ms=None,

@@ -134,6 +134,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX alerts_series ON alerts (series_id, scope)",
         "CREATE INDEX alerts_sent ON alerts (sent, id)",
     ),
+    # 8: a measurement's level, the figure its verdict judged, named as the run file (schema 2) and
+    # the baseline file (schema 3) name it; `median_ms` is only ever a median of samples.
+    ("ALTER TABLE measurements RENAME COLUMN median_ms TO level_ms",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 # The tables a database of something else must not hold for a history to be made there.

@@ -363,7 +363,7 @@ class HistoryStore:
         else:
             where, args = "WHERE series_id = ?", (series_id,)
         rows = self.db.execute(
-            "SELECT series_id, run_id, median_ms, value_ms, rounds_ms, verdict, kernels, autotune, "
+            "SELECT series_id, run_id, level_ms, value_ms, rounds_ms, verdict, kernels, autotune, "
             "reference_ratio, peak_fraction, artifacts, peak_memory_bytes "
             f"FROM measurements {where} ORDER BY series_id, run_id",
             args,
@@ -379,7 +379,7 @@ class HistoryStore:
                 value = decoded[text] = json_value(text, at, field)
             return value
 
-        for sid, rid, median, value, rounds, verdict, kernels, autotune, ratio, peak, arts, memory in rows:
+        for sid, rid, level, value, rounds, verdict, kernels, autotune, ratio, peak, arts, memory in rows:
             at = f"the measurement of run {rid} in series {sid}"
             if rid not in runs or sid not in devices_of:
                 raise DamagedHistory(f"{at}: its {'run' if rid not in runs else 'series'} is missing")
@@ -398,7 +398,7 @@ class HistoryStore:
                     created=created,
                     commit=commit,
                     branch=branch,
-                    median_ms=time_ms(median, at, "median_ms"),
+                    level_ms=time_ms(level, at, "level_ms"),
                     rounds_ms=rounds,
                     value_ms=time_ms(value, at, "value_ms"),
                     verdict=optional_text(verdict, at, "verdict"),

@@ -35,19 +35,20 @@ class ResultShape(TypedDict, total=False):
     peak_memory_bytes: int | None
 
 
-def result(nodeid: str, median_ms: float, **shape: Unpack[ResultShape]) -> dict[str, Any]:
-    """One timed result of `nodeid` at `median_ms`, shaped as `shape` says."""
+def result(nodeid: str, level_ms: float, **shape: Unpack[ResultShape]) -> dict[str, Any]:
+    """One timed result of `nodeid` at the level `level_ms` (its entry's samples' median the same),
+    shaped as `shape` says."""
     name, device, cache = shape.get("name"), shape.get("device", H200), shape.get("cache", "hot")
     rounds, kernels, autotune = shape.get("rounds"), shape.get("kernels"), shape.get("autotune")
     nbytes, reference_ratio, host_ms = shape.get("nbytes"), shape.get("reference_ratio"), shape.get("host_ms")
     artifacts, samples = shape.get("artifacts", ()), shape.get("samples", 20)
     peak_memory_bytes = shape.get("peak_memory_bytes")
-    rng = random.Random(f"{nodeid}:{median_ms}")
-    samples_ms = [median_ms * (1 + rng.gauss(0, 0.002)) for _ in range(samples)]
+    rng = random.Random(f"{nodeid}:{level_ms}")
+    samples_ms = [level_ms * (1 + rng.gauss(0, 0.002)) for _ in range(samples)]
     device_time: dict[str, Any] = {
         "method": "cupti",
-        "median_ms": median_ms,
-        "ci_ms": [median_ms * 0.999, median_ms * 1.001],
+        "level_ms": level_ms,
+        "round_range_ms": [level_ms * 0.999, level_ms * 1.001],
         "n": samples,
         "samples_ms": samples_ms,
     }
@@ -62,7 +63,7 @@ def result(nodeid: str, median_ms: float, **shape: Unpack[ResultShape]) -> dict[
         "cache": cache,
         "verdict": "same",
         "device_time": device_time,
-        "host_latency": None if host_ms is None else {"method": "cuda-event", "median_ms": host_ms},
+        "host_latency": None if host_ms is None else {"method": "cuda-event", "level_ms": host_ms},
         "baseline": None,
         "comparison": None,
         "host_comparison": None,
@@ -70,9 +71,9 @@ def result(nodeid: str, median_ms: float, **shape: Unpack[ResultShape]) -> dict[
         if reference_ratio is None
         else {
             "method": "cupti",
-            "median_ms": median_ms / reference_ratio,
-            "ci_ms": [median_ms / reference_ratio * 0.999, median_ms / reference_ratio * 1.001],
-            "samples_ms": [median_ms / reference_ratio],
+            "level_ms": level_ms / reference_ratio,
+            "round_range_ms": [level_ms / reference_ratio * 0.999, level_ms / reference_ratio * 1.001],
+            "samples_ms": [level_ms / reference_ratio],
             "ratio": reference_ratio,
             "max_ratio": 2.0,
             "p_value": None,
@@ -86,16 +87,16 @@ def result(nodeid: str, median_ms: float, **shape: Unpack[ResultShape]) -> dict[
             "environment": {"torch": "2.13.0"},
             "device_time": {
                 "method": "cupti",
-                "median_ms": median_ms,
-                "ci_ms": [median_ms * 0.999, median_ms * 1.001],
+                "median_ms": level_ms,
+                "ci_ms": [level_ms * 0.999, level_ms * 1.001],
                 "n": samples,
-                "quantiles_ms": _quantiles([*samples_ms, median_ms]),
+                "quantiles_ms": _quantiles([*samples_ms, level_ms]),
             },
             "host_latency": None,
             "kernels": None
             if kernels is None
             else [
-                {"name": k, "launches": 1, "share": 1.0, "ms": median_ms, "code": code, "grid": None}
+                {"name": k, "launches": 1, "share": 1.0, "ms": level_ms, "code": code, "grid": None}
                 for k, code in kernels
             ],
             "autotune": None if autotune is None else dict(autotune),

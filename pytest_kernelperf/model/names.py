@@ -25,5 +25,8 @@ HOST_PATH_METHODS = ("wall-clock", "cuda-event")
 PLACEMENT_MODES = ("fresh", "process")
 
 # The run JSON file (`--kernelperf-json`): its schema name and the version this package writes.
+# Version 2 names each figure once: `level_ms` the level judged, `median_ms` only a sample median,
+# `round_range_ms` the lowest and highest round; version 1 files are upgraded on reading
+# (results/runfile.py).
 RUN_SCHEMA = "pytest-kernelperf-run"
-RUN_SCHEMA_VERSION = 1
+RUN_SCHEMA_VERSION = 2

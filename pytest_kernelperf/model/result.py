@@ -263,8 +263,8 @@ class RatioCheck:
     """fn against its reference, both timed in this run (times per call, in milliseconds)."""
 
     method: str  # the reference's timing method
-    reference_median_ms: float  # the reference's level: the geometric mean of its rounds
-    reference_ci_ms: tuple[float, float]  # the range of the reference's rounds
+    reference_level_ms: float  # the reference's level: the geometric mean of its rounds
+    reference_round_range_ms: tuple[float, float]  # the lowest and highest of the reference's rounds
     reference_samples_ms: tuple[float, ...]
     ratio: float  # fn level / reference level (geometric mean of the paired round ratios)
     max_ratio: float
@@ -316,14 +316,14 @@ class RevisionCheck:
     found: Found
     where: str = ""  # fn's module and name: "example_kernels.gelu:triton_gelu"
     reason: str = ""  # why there is no counterpart to time
-    median_ms: float | None = None  # the revision's level: the geometric mean of its rounds
+    level_ms: float | None = None  # the revision's level: the geometric mean of its rounds
     rounds_ms: tuple[float, ...] = ()
     method: str | None = None
     answers: str = ""  # how the two answers compare: identical, within tolerance, or how they differ
 
     @property
     def timed(self) -> bool:
-        return self.median_ms is not None
+        return self.level_ms is not None
 
 
 def allowed_growth(baseline_bytes: int, threshold: float) -> int:
@@ -405,11 +405,12 @@ class CallCost:
 class BenchResult:
     """One timed (or only checked) call. Times are per call, in milliseconds.
 
-    `median_ms`, `samples_ms`, `baseline_ms` and `verdict` are about device time; `median_ms` and
-    `baseline_ms` are the figures judged (the geometric mean of the per-round midmeans, or a schema-1
-    baseline's median), `ci_ms` the range of this run's round locations; the `host_*`
-    fields about host latency per call (launch path included), measured separately on CUDA so that a
-    slower launch path is seen apart from a slower kernel.
+    `level_ms`, `samples_ms`, `baseline_level_ms` and `verdict` are about device time; `level_ms`
+    and `baseline_level_ms` are the levels judged (the geometric mean of the per-round midmeans, or
+    a schema-1 baseline's median), `round_range_ms` the lowest and highest of this run's round
+    locations; the `host_*` fields about host latency per call (launch path included), measured
+    separately on CUDA so that a slower launch path is seen apart from a slower kernel. A sample
+    median is a baseline entry's (`entry.device_time.median_ms`), never the level.
     """
 
     nodeid: str
@@ -418,14 +419,14 @@ class BenchResult:
     verdict: Verdict
     cache: str = "hot"
     method: str | None = None
-    median_ms: float | None = None
+    level_ms: float | None = None
     samples_ms: tuple[float, ...] = ()
-    ci_ms: tuple[float, float] | None = None
-    baseline_ms: float | None = None
+    round_range_ms: tuple[float, float] | None = None
+    baseline_level_ms: float | None = None
     comparison: Comparison | None = None
     host_method: str | None = None
-    host_median_ms: float | None = None
-    host_baseline_ms: float | None = None
+    host_level_ms: float | None = None
+    host_baseline_level_ms: float | None = None
     host_comparison: Comparison | None = None
     baseline_file: str | None = None
     notes: tuple[str, ...] = ()
@@ -435,11 +436,12 @@ class BenchResult:
     wall_s: float = 0.0
     device_index: int | None = None  # the CUDA device (index in this process) that measured it
     # Reports: bytes counted from the tensors (no bytes= given), the ratio to a reference timed in
-    # the same run (max_ratio=), the baseline's interval, and the baseline entry this measurement
+    # the same run (max_ratio=), the lowest and highest of the baseline's rounds (a schema-1 entry:
+    # its median's interval), and the baseline entry this measurement
     # makes (exactly what an update writes, so a saved run can record baselines later).
     bytes_inferred: bool = False
     ratio: RatioCheck | None = None
-    baseline_ci_ms: tuple[float, float] | None = None
+    baseline_round_range_ms: tuple[float, float] | None = None
     entry: BaselineEntry | None = None
     # Rounds: per-round locations of device time, the timer's step, throttled rounds seen (and
     # re-measured where the budget allowed), and the throttling in the rounds kept.
@@ -453,7 +455,7 @@ class BenchResult:
     memory: MemoryCheck | None = None
     cost: CallCost | None = None
     # The same function at another revision, timed beside this one (--kernelperf-against); with it
-    # `baseline_ms` and `comparison` are the revision's level and the paired judgement.
+    # `baseline_level_ms` and `comparison` are the revision's level and the paired judgement.
     against: RevisionCheck | None = None
     # Where the call was measured twice (a first measurement slower or near it): each measurement
     # judged alone, in order; the verdict and rounds above are both measurements' pooled.
@@ -499,9 +501,9 @@ class BenchResult:
     @property
     def throughput(self) -> tuple[float | None, float | None]:
         """(GB/s, TFLOP/s) from the declared bytes and flops, where given."""
-        if not self.median_ms:
+        if not self.level_ms:
             return None, None
-        seconds = self.median_ms / 1e3
+        seconds = self.level_ms / 1e3
         gbps = self.bytes / seconds / 1e9 if self.bytes else None
         tflops = self.flops / seconds / 1e12 if self.flops else None
         return gbps, tflops

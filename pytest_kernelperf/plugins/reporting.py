@@ -147,7 +147,7 @@ class Reports:
         return not results and self.config.pluginmanager.has_plugin("dsession")
 
     def _measure_peaks(self, results: list[BenchResult]) -> None:
-        wanted = {r.device for r in results if r.bytes and r.median_ms}
+        wanted = {r.device for r in results if r.bytes and r.level_ms}
         devices = [d for d in self.state.devices if d.name in wanted]
         if not devices:
             return

@@ -51,7 +51,7 @@ def write_all(folder: Path, results: Sequence[BenchResult], peaks: Mapping[str, 
     written: list[Path] = []
     used: set[str] = set()
     for group in groups(results, peaks):
-        if all(r.median_ms is None for r in group.results):
+        if all(r.level_ms is None for r in group.results):
             continue  # correctness only: nothing to draw
         stem = file_name(f"{group.module}__{group.test}")
         while stem in used:
@@ -61,7 +61,7 @@ def write_all(folder: Path, results: Sequence[BenchResult], peaks: Mapping[str, 
         _save(times_figure(group), path)
         written.append(path)
     for device in dict.fromkeys(r.device for r in results):
-        members = [r for r in results if r.device == device and r.median_ms and (r.bytes or r.flops)]
+        members = [r for r in results if r.device == device and r.level_ms and (r.bytes or r.flops)]
         if members:
             path = folder / f"throughput__{file_name(device)}.png"
             _save(throughput_figure(device, members, peaks.get(device)), path)
@@ -103,8 +103,8 @@ def times_figure(group: Group) -> Any:
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
-    timed = [(row, r) for row, r in zip(group.rows, group.results, strict=True) if r.median_ms is not None]
-    has_baseline = any(r.baseline_ms is not None for _, r in timed)
+    timed = [(row, r) for row, r in zip(group.rows, group.results, strict=True) if r.level_ms is not None]
+    has_baseline = any(r.baseline_level_ms is not None for _, r in timed)
     has_reference = any(r.ratio is not None for _, r in timed)
     bars = 1 + has_baseline + has_reference
     height = 0.8 / bars
@@ -113,33 +113,35 @@ def times_figure(group: Group) -> Any:
     labels = []
     longest = 0.0
     for i, (row, result) in enumerate(timed):
-        assert result.median_ms is not None
+        assert result.level_ms is not None
         y = len(timed) - 1 - i  # first result on top
         labels.append((y, "fn" if row["Method"].text == "-" else row["Method"].text))
         offset = (bars - 1) / 2 * height
         failed_ratio = result.ratio is not None and result.ratio.exceeded
         colour = COLOURS[Verdict.SLOWER] if failed_ratio else COLOURS.get(result.verdict, CURRENT)
-        note = f" {result.median_ms:.4g} ms"
+        note = f" {result.level_ms:.4g} ms"
         if result.change_pct is not None:
             note += f" ({change_text(result.change_pct)}, {result.verdict})"
         elif result.verdict is not Verdict.SAME:
             note += f" ({result.verdict})"
         width = height * 0.9
-        longest = max(longest, _bar(axes, y + offset, width, result.median_ms, result.ci_ms, colour, note))
+        longest = max(
+            longest, _bar(axes, y + offset, width, result.level_ms, result.round_range_ms, colour, note)
+        )
         slot = offset - height
         if has_baseline:
-            if result.baseline_ms is not None:
-                note = f" baseline {result.baseline_ms:.4g} ms"
-                ci = result.baseline_ci_ms
-                edge = _bar(axes, y + slot, width, result.baseline_ms, ci, BASELINE, note, "dimgray")
+            if result.baseline_level_ms is not None:
+                note = f" baseline {result.baseline_level_ms:.4g} ms"
+                ci = result.baseline_round_range_ms
+                edge = _bar(axes, y + slot, width, result.baseline_level_ms, ci, BASELINE, note, "dimgray")
                 longest = max(longest, edge)
             slot -= height
         if has_reference and result.ratio is not None:
             check = result.ratio
             note = f" reference; ratio {check.describe()}"
             text_colour = COLOURS[Verdict.SLOWER] if check.exceeded else "black"
-            ci = check.reference_ci_ms
-            edge = _bar(axes, y + slot, width, check.reference_median_ms, ci, REFERENCE, note, text_colour)
+            ci = check.reference_round_range_ms
+            edge = _bar(axes, y + slot, width, check.reference_level_ms, ci, REFERENCE, note, text_colour)
             longest = max(longest, edge)
     axes.set_yticks([y for y, _ in labels], [text for _, text in labels])
     axes.set_xlim(0, longest * 1.45 if longest > 0 else 1)

@@ -211,21 +211,25 @@ def row_cells(
     inferred = notes.mark(INFERRED_NOTE, INFERRED_MARK) if fig.gb_per_s and fig.bytes_inferred else ""
     return {
         "Method": Cell(label),
-        "Time (ms)": Cell(_ms(result.median_ms)),
-        "Rounds (ms)": Cell(f"{result.ci_ms[0]:.4g}-{result.ci_ms[1]:.4g}" if result.ci_ms else ""),
-        "Base (ms)": Cell(_ms(against.median_ms) if against and against.timed else ""),
+        "Time (ms)": Cell(_ms(result.level_ms)),
+        "Rounds (ms)": Cell(
+            f"{result.round_range_ms[0]:.4g}-{result.round_range_ms[1]:.4g}" if result.round_range_ms else ""
+        ),
+        "Base (ms)": Cell(_ms(against.level_ms) if against and against.timed else ""),
         "Pairs": Cell(str(len(against.rounds_ms)) if against and against.timed else ""),
-        "Baseline": Cell(_ms(result.baseline_ms) if result.baseline_ms is not None and not against else ""),
+        "Baseline": Cell(
+            _ms(result.baseline_level_ms) if result.baseline_level_ms is not None and not against else ""
+        ),
         "Change": Cell(
             change_text(result.change_pct) + (CLOCK_MARK if _time_change_pct(result) is not None else ""),
             style,
         ),
-        "Ref (ms)": Cell(_ms(result.ratio.reference_median_ms) if result.ratio else ""),
+        "Ref (ms)": Cell(_ms(result.ratio.reference_level_ms) if result.ratio else ""),
         "Ratio": ratio_cell(result, notes),
         "GB/s": Cell(f"{fig.gb_per_s:.4g}{inferred}" if fig.gb_per_s else ""),
         "% peak": Cell(_peak_cell(fig, notes)),
         "TFLOP/s": Cell(f"{fig.tflop_per_s:.4g}" if fig.tflop_per_s else ""),
-        "Host (ms)": Cell(_ms(result.host_median_ms) if result.host_median_ms is not None else ""),
+        "Host (ms)": Cell(_ms(result.host_level_ms) if result.host_level_ms is not None else ""),
         "Memory": memory_cell(result),
         "Device": Cell(result.device),
         "Timer": Cell(result.method or "-"),
@@ -409,7 +413,7 @@ def resolution_lines(results: Sequence[BenchResult]) -> list[str]:
     threshold = None
     for result in results:
         comparison = result.comparison
-        level = result.baseline_ms or result.median_ms
+        level = result.baseline_level_ms or result.level_ms
         if comparison is None or comparison.detectable is None or not level or result.verdict in UNTIMED:
             continue
         size = size_class(level)
@@ -487,7 +491,7 @@ def shift_lines(results: Sequence[BenchResult]) -> list[str]:
         for r in results
         if r.comparison is not None
         and r.comparison.ratio is not None
-        and r.baseline_ms is not None
+        and r.baseline_level_ms is not None
         and r.against is None  # a pair in one process says nothing of the device
     ]
     thresholds = [
@@ -542,7 +546,7 @@ def host_lines(results: Sequence[BenchResult]) -> list[str]:
     never fails a test (device time decides), so it is told here once rather than warned per test."""
     lines = []
     for result in results:
-        host, now, then = result.host_comparison, result.host_median_ms, result.host_baseline_ms
+        host, now, then = result.host_comparison, result.host_level_ms, result.host_baseline_level_ms
         if host is None or host.verdict is not Verdict.SLOWER or now is None or then is None:
             continue
         lines.append(
@@ -724,13 +728,13 @@ def _round(value: float) -> float:
 def properties(result: BenchResult) -> list[tuple[str, object]]:
     """(name, value) pairs for item.user_properties: JUnit XML shows them per test case.
 
-    Named calls get their name in the property: `kernelperf.median_ms`, `kernelperf.triton.median_ms`.
+    Named calls get their name in the property: `kernelperf.level_ms`, `kernelperf.triton.level_ms`.
     """
     prefix = PROPERTY_PREFIX if result.name is None else f"{PROPERTY_PREFIX}.{result.name}"
     out: list[tuple[str, object]] = [(f"{prefix}.verdict", str(result.verdict))]
     values: dict[str, object | None] = {
-        "median_ms": result.median_ms,
-        "baseline_ms": result.baseline_ms,
+        "level_ms": result.level_ms,
+        "baseline_level_ms": result.baseline_level_ms,
         "change_pct": result.change_pct,
         "time_change_pct": _time_change_pct(result),
         "method": result.method,
@@ -742,7 +746,7 @@ def properties(result: BenchResult) -> list[tuple[str, object]]:
         values["ratio"] = result.ratio.ratio
         values["max_ratio"] = result.ratio.max_ratio
         values["max_ratio_exceeded"] = "yes" if result.ratio.exceeded else "no"
-        values["reference_ms"] = result.ratio.reference_median_ms
+        values["reference_level_ms"] = result.ratio.reference_level_ms
     if result.memory is not None:
         values["peak_memory_bytes"] = result.memory.peak_bytes
         values["memory_exceeded"] = "yes" if result.memory.exceeded else "no"

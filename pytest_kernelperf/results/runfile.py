@@ -4,8 +4,10 @@ Documented field by field in docs/json-schema.md. `run_from_dict(run_to_dict(run
 run carries everything its reports and its baseline entries need, so that `python -m
 pytest_kernelperf compare`, `merge` and `update-baselines` work from the file alone.
 
-Fields marked "derived" in the documentation (a result's module, test id, GB/s, change in percent,
-the totals) are written for dashboards and ignored when reading. Pure module: no pytest, no torch.
+Fields marked "derived" in the documentation (a result's module, test id, sample median, GB/s,
+change in percent, the totals) are written for dashboards and ignored when reading. Files of
+schema version 1, which named the level judged `median_ms`, are read through an upgrade in memory
+(`upgraded`). Pure module: no pytest, no torch.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from pytest_kernelperf.results.cost import RUN_PHASES, RunCost, add_up
 from pytest_kernelperf.results.throughput import figures
 from pytest_kernelperf.verdict import sequential
 from pytest_kernelperf.verdict.judge import MODEL
+from pytest_kernelperf.verdict.stats import quantile
 
 MAX_FILE_BYTES = 512 * 1024 * 1024
 
@@ -241,8 +244,8 @@ def _ratio(check: RatioCheck | None) -> dict[str, Any] | None:
         return None
     return {
         "method": check.method,
-        "median_ms": check.reference_median_ms,
-        "ci_ms": list(check.reference_ci_ms),
+        "level_ms": check.reference_level_ms,
+        "round_range_ms": list(check.reference_round_range_ms),
         "samples_ms": list(check.reference_samples_ms),
         "ratio": check.ratio,
         "max_ratio": check.max_ratio,
@@ -267,21 +270,26 @@ def _against(check: RevisionCheck | None) -> dict[str, Any] | None:
         "found": str(check.found),
         "where": check.where,
         "reason": _escaped(check.reason),  # may quote an exception's text
-        "median_ms": check.median_ms,
+        "level_ms": check.level_ms,
         "rounds_ms": list(check.rounds_ms),
         "method": check.method,
         "answers": _escaped(check.answers),
     }
 
 
+def _sample_median(samples_ms: Sequence[float]) -> float | None:
+    """The median of the samples, as a baseline entry keeps it (verdict/stats.py); None without any."""
+    return quantile(sorted(samples_ms), 0.5) if samples_ms else None
+
+
 def result_to_dict(result: BenchResult, peak: Peak | None = None) -> dict[str, Any]:
-    timed = result.method is not None or result.median_ms is not None or result.samples_ms
-    host = result.host_method is not None or result.host_median_ms is not None
+    timed = result.method is not None or result.level_ms is not None or result.samples_ms
+    host = result.host_method is not None or result.host_level_ms is not None
     has_baseline = (
         result.baseline_file is not None
-        or result.baseline_ms is not None
-        or result.baseline_ci_ms is not None
-        or result.host_baseline_ms is not None
+        or result.baseline_level_ms is not None
+        or result.baseline_round_range_ms is not None
+        or result.host_baseline_level_ms is not None
     )
     fig = figures(result, peak)
     return {
@@ -295,8 +303,9 @@ def result_to_dict(result: BenchResult, peak: Peak | None = None) -> dict[str, A
         "verdict": str(result.verdict),
         "device_time": {
             "method": result.method,
-            "median_ms": result.median_ms,
-            "ci_ms": list(result.ci_ms) if result.ci_ms else None,
+            "level_ms": result.level_ms,
+            "round_range_ms": list(result.round_range_ms) if result.round_range_ms else None,
+            "median_ms": _sample_median(result.samples_ms),  # derived
             "n": len(result.samples_ms),  # derived
             "samples_ms": list(result.samples_ms),
             "rounds_ms": list(result.rounds_ms),
@@ -310,12 +319,14 @@ def result_to_dict(result: BenchResult, peak: Peak | None = None) -> dict[str, A
         }
         if timed
         else None,
-        "host_latency": {"method": result.host_method, "median_ms": result.host_median_ms} if host else None,
+        "host_latency": {"method": result.host_method, "level_ms": result.host_level_ms} if host else None,
         "baseline": {
             "file": result.baseline_file,
-            "median_ms": result.baseline_ms,
-            "ci_ms": list(result.baseline_ci_ms) if result.baseline_ci_ms else None,
-            "host_median_ms": result.host_baseline_ms,
+            "level_ms": result.baseline_level_ms,
+            "round_range_ms": list(result.baseline_round_range_ms)
+            if result.baseline_round_range_ms
+            else None,
+            "host_level_ms": result.host_baseline_level_ms,
             "environment_changes": (
                 list(result.environment_changes) if result.environment_changes is not None else None
             ),
@@ -519,6 +530,23 @@ def _kind(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
+def _level(reader: _Reader) -> float | None:
+    """An object's `level_ms`, the level judged (None where absent or null)."""
+    _not_renamed(reader)
+    return reader.number("level_ms", optional=True)
+
+
+def _not_renamed(reader: _Reader) -> None:
+    """A `median_ms` standing in the place of `level_ms` is schema 1's level in a document that
+    says schema 2: refused, rather than read as no level at all."""
+    if "level_ms" not in reader.data and "median_ms" in reader.data:
+        raise reader.fail(
+            "level_ms",
+            "missing where median_ms is given: schema 2 names the level judged level_ms (median_ms is "
+            "only the samples' median); a document of schema 1 says schema_version 1",
+        )
+
+
 def _comparison_from(reader: _Reader | None) -> Comparison | None:
     if reader is None:
         return None
@@ -656,13 +684,14 @@ def _run_cost_from(reader: _Reader | None) -> RunCost | None:
 def _ratio_from(reader: _Reader | None) -> RatioCheck | None:
     if reader is None:
         return None
-    ci = reader.pair("ci_ms")
+    _not_renamed(reader)
+    spread = reader.pair("round_range_ms")
     samples = reader.numbers("samples_ms")
-    assert ci is not None and samples is not None
+    assert spread is not None and samples is not None
     return RatioCheck(
         method=reader.req_text("method"),
-        reference_median_ms=reader.req_number("median_ms"),
-        reference_ci_ms=ci,
+        reference_level_ms=reader.req_number("level_ms"),
+        reference_round_range_ms=spread,
         reference_samples_ms=samples,
         ratio=reader.req_number("ratio"),
         max_ratio=reader.req_number("max_ratio"),
@@ -697,7 +726,7 @@ def _against_from(reader: _Reader | None) -> RevisionCheck | None:
         found=Found(found),
         where=reader.text("where", optional=True) or "",
         reason=reader.text("reason", optional=True) or "",
-        median_ms=reader.number("median_ms", optional=True),
+        level_ms=_level(reader),
         rounds_ms=reader.numbers("rounds_ms", optional=True) or (),
         method=reader.text("method", optional=True),
         answers=reader.text("answers", optional=True) or "",
@@ -736,14 +765,14 @@ def result_from_dict(data: Any, source: str = "<json>", where: str = "result") -
         verdict=reader.verdict("verdict"),
         cache=reader.req_text("cache"),
         method=timing.text("method", optional=True) if timing else None,
-        median_ms=timing.number("median_ms", optional=True) if timing else None,
+        level_ms=_level(timing) if timing else None,
         samples_ms=(timing.numbers("samples_ms", optional=True) or ()) if timing else (),
-        ci_ms=timing.pair("ci_ms", optional=True) if timing else None,
-        baseline_ms=baseline.number("median_ms", optional=True) if baseline else None,
+        round_range_ms=timing.pair("round_range_ms", optional=True) if timing else None,
+        baseline_level_ms=_level(baseline) if baseline else None,
         comparison=_comparison_from(reader.child("comparison", optional=True)),
         host_method=host.text("method", optional=True) if host else None,
-        host_median_ms=host.number("median_ms", optional=True) if host else None,
-        host_baseline_ms=baseline.number("host_median_ms", optional=True) if baseline else None,
+        host_level_ms=_level(host) if host else None,
+        host_baseline_level_ms=baseline.number("host_level_ms", optional=True) if baseline else None,
         host_comparison=_comparison_from(reader.child("host_comparison", optional=True)),
         baseline_file=baseline.text("file", optional=True) if baseline else None,
         notes=reader.texts("notes"),
@@ -754,7 +783,7 @@ def result_from_dict(data: Any, source: str = "<json>", where: str = "result") -
         bytes_inferred=throughput.flag("bytes_inferred") if throughput else False,
         ratio=_ratio_from(reader.child("reference", optional=True)),
         against=_against_from(reader.child("against", optional=True)),
-        baseline_ci_ms=baseline.pair("ci_ms", optional=True) if baseline else None,
+        baseline_round_range_ms=baseline.pair("round_range_ms", optional=True) if baseline else None,
         entry=entry,
         device_index=reader.whole("device_index", optional=True),
         rounds_ms=(timing.numbers("rounds_ms", optional=True) or ()) if timing else (),
@@ -868,7 +897,7 @@ MAX_WHOLE = 2**63 - 1  # a whole number beyond 64 bits is no count, size or inde
 # A time is between a picosecond and about 32 years: anything else is no measurement, and within
 # these bounds sums, ratios and their squares over any run file stay finite.
 MIN_MS, MAX_MS = 1e-9, 1e12
-READABLE_VERSIONS = (SCHEMA_VERSION,)
+READABLE_VERSIONS = (1, SCHEMA_VERSION)
 # Free text (notes, reasons, kernel code) may hold tabs and line breaks; no other control character
 # (ANSI escapes rewrite a terminal) and no lone surrogate (not writable as UTF-8) is allowed.
 _BAD_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -990,18 +1019,68 @@ def _check_values(data: Any, source: str) -> None:
 
 @dataclass(frozen=True)
 class CheckedRun:
-    """A run file that passed the one validation: its JSON (as written, for readers of the dict such
-    as the history) and the run it describes."""
+    """A run file that passed the one validation: its JSON as written (`data`: what the history's
+    digest of a run is taken of), the run it describes, and the JSON in the current schema
+    (`current`: `data` itself when it was written in it, else upgraded in memory), for readers of
+    the dict."""
 
     data: dict[str, Any]
     report: RunReport
+    current: dict[str, Any]
+
+
+# Schema 1 named the level judged `median_ms` and the lowest and highest round `ci_ms`, beside a
+# baseline entry whose `median_ms` is the samples' median and `ci_ms` that median's interval.
+# Version 2 renames them in each object of a result; the baseline entry keeps its names.
+_RENAMED_IN_2: dict[str, dict[str, str]] = {
+    "device_time": {"median_ms": "level_ms", "ci_ms": "round_range_ms"},
+    "host_latency": {"median_ms": "level_ms"},
+    "baseline": {"median_ms": "level_ms", "ci_ms": "round_range_ms", "host_median_ms": "host_level_ms"},
+    "reference": {"median_ms": "level_ms", "ci_ms": "round_range_ms"},
+    "against": {"median_ms": "level_ms"},
+}
+_NEW_NAMES = sorted({new for names in _RENAMED_IN_2.values() for new in names.values()})
+_RENAMED_FIELD = re.compile(rf"^(results\[\d+\]\.({'|'.join(_RENAMED_IN_2)}))\.({'|'.join(_NEW_NAMES)})\b")
+
+
+def upgraded(data: dict[str, Any]) -> dict[str, Any]:
+    """A schema-1 document in schema 2's names, as a new dict (the one given is left as it was).
+    Every renamed field keeps its value; a field of a new name that schema 1 did not know (and its
+    reader ignored) gives way to the renamed one. Derived fields new in version 2 (a device time's
+    sample median) are not added: a reader ignores them."""
+    out = {**data, "schema_version": SCHEMA_VERSION}
+    if isinstance(data.get("results"), list):
+        out["results"] = [_result_upgraded(result) for result in data["results"]]
+    return out
+
+
+def _result_upgraded(result: Any) -> Any:
+    if not isinstance(result, dict):
+        return result  # refused by the reader, at its place
+    out = dict(result)
+    for part, names in _RENAMED_IN_2.items():
+        found = result.get(part)
+        if isinstance(found, dict):
+            kept = {key: value for key, value in found.items() if key not in names.values()}
+            out[part] = {names.get(key, key): value for key, value in kept.items()}
+    return out
+
+
+def _as_written_in_1(where: str) -> str:
+    """The path of a field of an upgraded schema-1 document as its file spells it."""
+    found = _RENAMED_FIELD.match(where)
+    if found is None:
+        return where
+    old = {new: old for old, new in _RENAMED_IN_2[found[2]].items()}[found[3]]
+    return f"{found[1]}.{old}{where[found.end() :]}"
 
 
 def check(data: Any, source: str = "<json>") -> CheckedRun:
     """The one validation of a run file's parsed JSON, shared by every reader (compare, merge,
     report, update-baselines, the history's import, bisect, the studies): the schema and its
-    version, every field's type (`run_from_dict`), and `_check_values`. RunFileError names the file
-    and the field."""
+    version (a schema-1 document upgraded in memory, `upgraded`), every field's type
+    (`run_from_dict`), and `_check_values`. RunFileError names the file and the field as the file
+    spells it."""
     if not isinstance(data, dict):
         raise RunFileError(source, "", f"expected an object, got {_kind(data)}")
     if data.get("schema") != SCHEMA:
@@ -1018,9 +1097,16 @@ def check(data: Any, source: str = "<json>") -> CheckedRun:
             f"schema_version {version} is not readable by this pytest-kernelperf "
             f"(reads {', '.join(map(str, READABLE_VERSIONS))}); use the version that wrote it",
         )
-    # Upgrades of older versions to the current one belong here, one step per version.
     _check_values(data, source)
-    return CheckedRun(data, run_from_dict(data, source))
+    if version == SCHEMA_VERSION:
+        return CheckedRun(data, run_from_dict(data, source), data)
+    # One upgrade step per older version, in memory; an error names the field as the file does.
+    current = upgraded(data)
+    try:
+        report = run_from_dict(current, source)
+    except RunFileError as exc:
+        raise RunFileError(source, _as_written_in_1(exc.where), exc.problem) from None
+    return CheckedRun(data, report, current)
 
 
 def loads(text: str, source: str = "<json>") -> RunReport:

@@ -168,10 +168,10 @@ def _judge(result: BenchResult, base: BaselineEntry | None, context: JudgementCo
         environment_changes=tuple(differences(base.environment, entry.environment)) if base else None,
         verdict=comparison.verdict,
         comparison=comparison,
-        baseline_ms=base.device_time.level_ms if base is not None else None,
-        baseline_ci_ms=base.device_time.round_range_ms if base is not None else None,
+        baseline_level_ms=base.device_time.level_ms if base is not None else None,
+        baseline_round_range_ms=base.device_time.round_range_ms if base is not None else None,
         baseline_file=context.baseline_name,
-        host_baseline_ms=their_host.level_ms if their_host is not None else None,
+        host_baseline_level_ms=their_host.level_ms if their_host is not None else None,
         host_comparison=host_comparison,
         memory=_memory(result, base),
     )

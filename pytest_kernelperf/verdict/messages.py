@@ -23,7 +23,7 @@ def regression_message(
     """A slower verdict against the stored baseline: both levels, the evidence, where the baseline is,
     the diagnosis (`details`) and the update hint."""
     comparison = result.comparison
-    assert comparison is not None and result.median_ms is not None
+    assert comparison is not None and result.level_ms is not None
     base = baseline.device_time
     threshold = comparison.threshold or 0.0
     rounds = result.rounds_ms
@@ -35,7 +35,7 @@ def regression_message(
     )
     return (
         f"performance regression in {result.label} on {result.device}: "
-        f"{duration(result.median_ms)} vs baseline {duration(base.level_ms)} "
+        f"{duration(result.level_ms)} vs baseline {duration(base.level_ms)} "
         f"({comparison.change()}, beyond the {percent(threshold, 3)} threshold).\n"
         f"  evidence: {comparison.evidence()}{spread}.\n"
         f"  method: {result.method}, {result.cache} cache; baseline: {path} (recorded {baseline.recorded}).\n"
@@ -48,13 +48,13 @@ def against_message(result: BenchResult) -> str:
     """A slowdown against --kernelperf-against's revision: both levels, the paired evidence."""
     comparison, check = result.comparison, result.against
     assert comparison is not None and check is not None
-    assert result.median_ms is not None and check.median_ms is not None
+    assert result.level_ms is not None and check.level_ms is not None
     threshold = comparison.threshold or 0.0
     answers = f"; answers {check.answers}" if check.answers else ""
     placed = ", each pair at one memory placement" if result.placements else ""
     return (
         f"performance regression in {result.label} on {result.device}: "
-        f"{duration(result.median_ms)} vs {duration(check.median_ms)} at {check.revision} "
+        f"{duration(result.level_ms)} vs {duration(check.level_ms)} at {check.revision} "
         f"({comparison.change()}, beyond the {percent(threshold, 3)} threshold).\n"
         f"  evidence: {comparison.evidence()}.\n"
         f"  method: {result.method}, {result.cache} cache; both timed in this process in "
@@ -218,10 +218,10 @@ def memory_message(label: str, device: str, check: MemoryCheck, baseline_where: 
     )
 
 
-def ratio_message(label: str, device: str, median_ms: float, check: RatioCheck) -> str:
+def ratio_message(label: str, device: str, level_ms: float, check: RatioCheck) -> str:
     return (
-        f"ratio to reference exceeded in {label} on {device}: {duration(median_ms)} is "
-        f"{check.ratio:#.3g}x the reference's {duration(check.reference_median_ms)} "
+        f"ratio to reference exceeded in {label} on {device}: {duration(level_ms)} is "
+        f"{check.ratio:#.3g}x the reference's {duration(check.reference_level_ms)} "
         f"(max_ratio {check.max_ratio:g}).\n"
         f"  evidence: {check.evidence()}; both timed in this run with {check.method}, rounds interleaved.\n"
         f"  {RATIO_HINT}"

@@ -61,8 +61,8 @@ def check_ratio(
     reference_level = noise.geometric_mean(reference_rounds_ms)
     common = {
         "method": reference_method,
-        "reference_median_ms": reference_level,
-        "reference_ci_ms": (min(reference_rounds_ms), max(reference_rounds_ms)),
+        "reference_level_ms": reference_level,
+        "reference_round_range_ms": (min(reference_rounds_ms), max(reference_rounds_ms)),
         "reference_samples_ms": reference_samples_ms,
         "max_ratio": max_ratio,
         "alpha": alpha,

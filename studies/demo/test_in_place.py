@@ -19,7 +19,7 @@ def test_bump(kernel_bench: Any, restore: bool) -> None:
     x = torch.zeros(1 << 20, device=kernel_bench.device)
     result = kernel_bench(bump, x, name=f"restore={restore}", restore_inputs=restore)
     calls = int(x[0].item())
-    print(f"restore={restore}: {result.median_ms} ms, {calls} increments left in the input")
+    print(f"restore={restore}: {result.level_ms} ms, {calls} increments left in the input")
     if restore:  # put back before every timed call: only the last call's increment remains
         assert calls == 1, calls
     else:  # each call saw the previous call's output

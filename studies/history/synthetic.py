@@ -175,7 +175,7 @@ def package_detector(params: Any) -> Callable[[History], list[tuple[int, int, st
                 created=f"{i:04d}",
                 commit=f"{i:040x}",
                 branch=None,
-                median_ms=r[0],
+                level_ms=r[0],
                 rounds_ms=tuple(r),
             )
             for i, r in enumerate(history.rounds)

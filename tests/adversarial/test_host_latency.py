@@ -9,13 +9,13 @@ from pytest_kernelperf.results.render import host_lines, markdown, styled_lines
 
 
 def result(name: str, host_verdict: Verdict) -> BenchResult:
-    base = BenchResult("test_k.py::test_k", name, "Some GPU", Verdict.SAME, method="cupti", median_ms=1.0)
+    base = BenchResult("test_k.py::test_k", name, "Some GPU", Verdict.SAME, method="cupti", level_ms=1.0)
     return replace(
         base,
-        baseline_ms=1.0,
+        baseline_level_ms=1.0,
         host_method="cuda-event",
-        host_median_ms=0.08,
-        host_baseline_ms=0.03,
+        host_level_ms=0.08,
+        host_baseline_level_ms=0.03,
         host_comparison=Comparison(host_verdict, ratio=8 / 3, threshold=0.5, alpha=0.01),
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -48,9 +49,12 @@ def test_reading_commands_read_an_older_history_and_leave_it_unchanged(
     assert code == 0, out.getvalue()
     if command == "export":
         assert out.getvalue().count('"t.py::test_add"') == 6  # every stored measurement
+        # The level, stored as median_ms before version 7, under today's name.
+        assert [m["level_ms"] for m in json.loads(out.getvalue())["measurements"]] == [1.0] * 6
     elif command == "show":
         assert "6 runs, 1 series" in out.getvalue()
     assert _digest(db) == before
     with HistoryStore(db, read_only=True) as store:  # still at its own version on disk
         assert store.run_count() == 6
+        assert [p.level_ms for points in store.points().values() for p in points] == [1.0] * 6
     assert _digest(db) == before

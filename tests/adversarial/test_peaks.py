@@ -20,7 +20,7 @@ def _peak(load: float | None) -> Peak:
 
 
 def _result(nbytes: int, cache: str = "hot") -> BenchResult:
-    return BenchResult("t.py::t", None, "Some CPU", Verdict.SAME, cache=cache, median_ms=1.0, bytes=nbytes)
+    return BenchResult("t.py::t", None, "Some CPU", Verdict.SAME, cache=cache, level_ms=1.0, bytes=nbytes)
 
 
 def test_a_call_whose_bytes_fit_in_the_cache_has_no_percent_of_peak() -> None:

@@ -57,6 +57,31 @@ def commit_of(i: int) -> str:
     return f"{0xC0FFEE00 + i:08x}" + "0" * 32
 
 
+def in_schema_1(run: Mapping[str, Any]) -> dict[str, Any]:
+    """A synthetic run (written in the current run-file schema) as schema 1 wrote it: the level
+    judged and the lowest and highest round under their old names (results/runfile.py's upgrade,
+    backwards), without the derived sample median that schema 2 added beside them."""
+    old = {**run, "schema_version": 1}
+    old["results"] = [{**result} for result in run["results"]]
+    for result in old["results"]:
+        for part, names in SCHEMA_1_NAMES.items():
+            found = result.get(part)
+            if isinstance(found, dict):
+                kept = {k: v for k, v in found.items() if not (part == "device_time" and k == "median_ms")}
+                result[part] = {names.get(k, k): v for k, v in kept.items()}
+    return old
+
+
+# What schema 1 called each figure that run-file schema 2 renamed, object by object of a result.
+SCHEMA_1_NAMES = {
+    "device_time": {"level_ms": "median_ms", "round_range_ms": "ci_ms"},
+    "host_latency": {"level_ms": "median_ms"},
+    "baseline": {"level_ms": "median_ms", "round_range_ms": "ci_ms", "host_level_ms": "host_median_ms"},
+    "reference": {"level_ms": "median_ms", "round_range_ms": "ci_ms"},
+    "against": {"level_ms": "median_ms"},
+}
+
+
 def fill(
     store: HistoryStore,
     levels: Sequence[float],
@@ -65,18 +90,22 @@ def fill(
     name: str | None = "gelu",
     code_from: int | None = None,
     first: int = 0,
+    schema_1: bool = False,
 ) -> None:
     """One run per level (a run's three rounds spread by 0.1%); the generated code changes at run
-    `code_from`."""
+    `code_from`. With `schema_1`, each run file as run-file schema 1 wrote it."""
     for i, level in enumerate(levels):
         code = "aaaa1111" if code_from is None or i < code_from else "bbbb2222"
         rounds = [level * f for f in (0.999, 1.0, 1.001)]
         result = runfiles.result(
             nodeid, level, name=name, rounds=rounds, kernels=[("triton_poi_fused_gelu_0", code)]
         )
-        store.append_run(
-            runfiles.run([result], created=runfiles.created(first + i)), commit=commit_of(first + i)
-        )
+        run = runfiles.run([result], created=runfiles.created(first + i))
+        store.append_run(in_schema_1(run) if schema_1 else run, commit=commit_of(first + i))
+
+
+# Columns a later schema version renamed: the old name -> today's (version 7: the level judged).
+RENAMED_SINCE = {"median_ms": "level_ms"}
 
 
 def write_old_history(path: Path, version: int, runs: Sequence[Mapping[str, Any]]) -> None:
@@ -94,9 +123,10 @@ def write_old_history(path: Path, version: int, runs: Sequence[Mapping[str, Any]
     db.execute(f"PRAGMA user_version = {version}")
     db.execute("ATTACH DATABASE ? AS latest", (str(scratch),))
     for table in ("runs", "series", "measurements", "analyses"):
-        names = ", ".join(row[1] for row in db.execute(f"PRAGMA main.table_info({table})"))
-        if names:
-            db.execute(f"INSERT INTO main.{table} ({names}) SELECT {names} FROM latest.{table}")
+        columns = [str(row[1]) for row in db.execute(f"PRAGMA main.table_info({table})")]
+        if columns:
+            names, today = ", ".join(columns), ", ".join(RENAMED_SINCE.get(c, c) for c in columns)
+            db.execute(f"INSERT INTO main.{table} ({names}) SELECT {today} FROM latest.{table}")
     db.execute("DETACH DATABASE latest")
     db.close()
     scratch.unlink()

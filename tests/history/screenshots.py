@@ -37,7 +37,9 @@ def read_png(data: bytes) -> Screenshot:
         image = Image.open(io.BytesIO(data)).convert("RGB")
     except UnidentifiedImageError as exc:
         raise ValueError(f"not a PNG: {exc}") from None
-    return Screenshot(image.width, image.height, tuple(image.getdata()))
+    raw = image.tobytes()
+    rgb = tuple((raw[i], raw[i + 1], raw[i + 2]) for i in range(0, len(raw), 3))
+    return Screenshot(image.width, image.height, rgb)
 
 
 def element_png(driver: Any, element: Any) -> Screenshot:

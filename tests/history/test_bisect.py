@@ -56,12 +56,12 @@ def test_mul(kernel_bench):
 """
 
 
-def test_a_side_without_rounds_is_judged_on_its_median_against_the_threshold() -> None:
+def test_a_side_without_rounds_is_judged_on_its_level_against_the_threshold() -> None:
     def slower(good_ms: float | None, candidate_ms: float) -> bool:
         key = ("t.py::test_a", "", "gpu", "hot")
 
         def run(ms: float | None) -> RunReport:
-            return report(BenchResult(key[0], None, "gpu", Verdict.SAME, median_ms=ms))
+            return report(BenchResult(key[0], None, "gpu", Verdict.SAME, level_ms=ms))
 
         judged = judge_against(run(good_ms), run(candidate_ms), 0.05)
         return key in judged and bool(failures(judged[key]))
@@ -174,7 +174,7 @@ def test_judge_paired_run_takes_the_runs_own_paired_verdicts() -> None:
             None,
             "gpu",
             Verdict(verdict),
-            median_ms=1.0,
+            level_ms=1.0,
             comparison=Comparison(Verdict(verdict), ratio, reason="" if ratio else "GOOD has no t.py"),
             against=RevisionCheck("GOOD", "0" * 40, Found(found)),
         )

@@ -37,7 +37,7 @@ def point(
         created=f"2026-11-01T00:{i:02d}:00Z",
         commit=commit_of(i),
         branch="main",
-        median_ms=value,
+        level_ms=value,
         rounds_ms=(value,),
         kernels=None if kernels is None else tuple({"name": n, "code": c, "launches": 1} for n, c in kernels),
         autotune=autotune,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -154,14 +155,24 @@ def test_prune_and_export(db: Path, tmp_path: Path) -> None:
     import_all(db, write_runs(tmp_path, [1.0, 1.1, 1.2], code_from=9))
     status, text = history(db, "export", "--csv", "-")
     rows = list(csv.DictReader(io.StringIO(text)))
-    assert status == 0 and [float(r["median_ms"]) for r in rows] == [1.0, 1.1, 1.2]
+    assert status == 0 and [float(r["level_ms"]) for r in rows] == [1.0, 1.1, 1.2]
     assert rows[0]["commit"] == commit_of(0) and json.loads(rows[2]["rounds_ms"])[1] == 1.2
     assert history(db, "prune", "--keep", "2") == (0, f"removed 1 runs from {db}; 2 kept\n")
     out = tmp_path / "export" / "all.json"
     status, text = history(db, "export", "--json", str(out))
     data = json.loads(out.read_text(encoding="utf-8"))
     assert status == 0 and "wrote 2 measurements" in text
-    assert [m["median_ms"] for m in data["measurements"]] == [1.1, 1.2] and len(data["runs"]) == 2
+    assert [m["level_ms"] for m in data["measurements"]] == [1.1, 1.2] and len(data["runs"]) == 2
+
+
+def test_the_export_writes_the_columns_the_history_page_lists(db: Path, tmp_path: Path) -> None:
+    import_all(db, write_runs(tmp_path, [1.0], code_from=9))
+    header = history(db, "export", "--csv", "-")[1].splitlines()[0].split(",")
+    page = (Path(__file__).resolve().parents[2] / "docs" / "history.md").read_text(encoding="utf-8")
+    listed = page.split("`history export` writes one row per measurement:")[1].split("; the JSON export")[0]
+    listed = " ".join(listed.split()).replace("(`history/rows.py`'s `MeasurementRow`, in order)", "")
+    assert header == re.findall(r"`(\w+)`", listed) and "level_ms" in header
+    assert "median_ms" not in header
 
 
 @pytest.mark.usefixtures("stand_in_detector")

@@ -1,7 +1,9 @@
 """The rows a history stores, pinned: for every synthetic run the tests and studies make, every run
 file recorded in the repository (tests/adversarial/data/run.json, the GPU studies' archives under
 docs/results/), and the old histories (made at each schema version, and the two recorded on an
-H200), the rows stored, or read back, are the ones in tests/history/data/rows_golden.json.
+H200), the rows stored, or read back, are the ones in tests/history/data/rows_golden.json. The
+synthetic runs are pinned as run-file schema 1 wrote them (the form they were pinned in, digests
+and all); the same runs in schema 2 give the same rows, apart from the runs' digests.
 
 One figure is apart: a measurement's `value_ms`, whose definition `judged_value` states; every
 other column, the runs' digests among them, must be as pinned. Times and rates are compared to 12
@@ -28,7 +30,7 @@ from pytest_kernelperf.history import synthetic_runs as rf
 from pytest_kernelperf.history.schema import SCHEMA_VERSION
 from pytest_kernelperf.history.store import HistoryStore
 
-from .historykit import commit_of, fill, needs_server, write_old_history
+from .historykit import commit_of, fill, in_schema_1, needs_server, write_old_history
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).with_name("data") / "rows_golden.json"
@@ -52,7 +54,7 @@ SERIES_COLUMNS = ("repository", "test", "name", "device", "cache", "metric")
 MEASUREMENT_COLUMNS = (
     "verdict",
     "method",
-    "median_ms",
+    "level_ms",
     "ci_low_ms",
     "ci_high_ms",
     "n",
@@ -76,9 +78,9 @@ COUNTER_COLUMNS = ("kernel", "launches", "counters")
 
 def judged_value(row: Mapping[str, Any]) -> float:
     """What a measurement's `value_ms` is: the level its verdict judged, as the result carries it
-    (stored as `median_ms`). Before, it was the arithmetic mean of the rounds; old histories keep
+    (stored as `level_ms`). Before, it was the arithmetic mean of the rounds; old histories keep
     theirs (the two recorded on an H200 are pinned with it)."""
-    return float(row["median_ms"])
+    return float(row["level_ms"])
 
 
 # --- the runs ----------------------------------------------------------------------------------------
@@ -91,7 +93,7 @@ def _against(result: dict[str, Any], level: float) -> dict[str, Any]:
         "found": "found",
         "where": "kernels:gelu",
         "reason": "",
-        "median_ms": level,
+        "level_ms": level,
         "rounds_ms": [level * 0.999, level, level * 1.001],
         "method": "cupti",
         "answers": "identical",
@@ -132,7 +134,7 @@ def _without_entry(result: dict[str, Any]) -> dict[str, Any]:
 
 def synthetic_runs() -> dict[str, list[dict[str, Any]]]:
     """Named groups of synthetic runs: each shape `synthetic_runs.result` makes, and the histories
-    the tests and studies build from them."""
+    the tests and studies build from them (in the current run-file schema)."""
     gelu = "tests/test_gelu.py::test_gelu"
     every_shape = rf.result(
         gelu,
@@ -253,7 +255,7 @@ def read_back(store: HistoryStore, with_value: bool) -> dict[str, Any]:
                 "created": p.created,
                 "commit": p.commit,
                 "branch": p.branch,
-                "median_ms": p.median_ms,
+                "level_ms": p.level_ms,
                 "rounds": list(p.rounds()),
                 "verdict": p.verdict,
                 "kernels": p.inventory(),
@@ -327,16 +329,40 @@ def location(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
     return str(request.getfixturevalue("server_url"))
 
 
+def pinned_runs(group: str) -> list[dict[str, Any]]:
+    """A group of synthetic runs as they are pinned: as run-file schema 1 wrote them."""
+    return [in_schema_1(run) for run in synthetic_runs()[group]]
+
+
 @pytest.mark.parametrize("group", sorted(synthetic_runs()))
 def test_the_rows_of_synthetic_runs_are_as_pinned(location: Path | str, group: str) -> None:
-    opened = _ingested(location, synthetic_runs()[group])
+    opened = _ingested(location, pinned_runs(group))
     with opened() as store:
         agrees(f"synthetic: {group}", stored_rows(store))
         agrees(f"synthetic, read back: {group}", read_back(store, with_value=False))
 
 
+@pytest.mark.parametrize("group", sorted(synthetic_runs()))
+def test_runs_in_schema_2_give_the_rows_of_the_same_runs_in_schema_1(tmp_path: Path, group: str) -> None:
+    """A run's digest is of its file as written; every other figure stored is the same."""
+    current, old = synthetic_runs()[group], pinned_runs(group)
+    with _ingested(tmp_path / "2.sqlite", current)() as store:
+        found = stored_rows(store)
+    with _ingested(tmp_path / "1.sqlite", old)() as store:
+        expected = stored_rows(store)
+    digests = dict(
+        zip((r["digest"] for r in found["runs"]), (r["digest"] for r in expected["runs"]), strict=True)
+    )
+    assert len(set(digests.values())) == len(digests) and all(new != old for new, old in digests.items())
+    for run in found["runs"]:
+        run["digest"] = digests[run["digest"]]
+    for row in found["measurements"] + found["counters"]:
+        row["run"] = digests[row["run"]]
+    assert found == expected
+
+
 def test_a_named_repository_keeps_the_rows_and_digests_of_its_own(location: Path | str) -> None:
-    runs = synthetic_runs()["a drifting series"]
+    runs = pinned_runs("a drifting series")
     _ingested(location, runs)
     opened = _ingested(location, runs, repository="kernels")
     with opened() as store:
@@ -345,8 +371,8 @@ def test_a_named_repository_keeps_the_rows_and_digests_of_its_own(location: Path
 
 def test_the_histories_the_tests_fill_are_as_pinned(tmp_path: Path) -> None:
     with HistoryStore(tmp_path / "h.sqlite") as store:
-        fill(store, [1.0] * 5 + [1.1] * 5, code_from=5)
-        fill(store, [0.2] * 6, nodeid="tests/test_k.py::test_add", name=None, first=10)
+        fill(store, [1.0] * 5 + [1.1] * 5, code_from=5, schema_1=True)
+        fill(store, [0.2] * 6, nodeid="tests/test_k.py::test_add", name=None, first=10, schema_1=True)
         agrees("synthetic: historykit.fill", stored_rows(store))
 
 
@@ -370,7 +396,7 @@ def test_the_recorded_run_files_of_the_studies_give_the_rows_pinned(tmp_path: Pa
 @pytest.mark.parametrize("version", range(1, SCHEMA_VERSION))
 def test_an_older_history_reads_back_as_pinned(tmp_path: Path, version: int) -> None:
     path = tmp_path / "old.sqlite"
-    runs = [run for group in synthetic_runs().values() for run in group]
+    runs = [run for group in synthetic_runs() for run in pinned_runs(group)]
     write_old_history(path, version, runs)
     with HistoryStore(path, read_only=True) as store:
         # Written by today's ingest and copied back: the value is today's, pinned by the tests above.

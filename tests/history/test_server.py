@@ -175,6 +175,7 @@ def test_a_server_history_of_an_older_schema_names_the_upgrade_command(
     with psycopg.connect(server_url, autocommit=True) as admin:  # as version 4 left it
         admin.execute("UPDATE kernelperf_schema SET version = 4")
         admin.execute("DROP TABLE alerts")
+        admin.execute("ALTER TABLE measurements RENAME COLUMN level_ms TO median_ms")
         admin.execute("DROP TABLE kernel_counters")
         admin.execute("ALTER TABLE series DROP CONSTRAINT series_repository_key")
         admin.execute("ALTER TABLE series DROP COLUMN repository")
@@ -189,6 +190,8 @@ def test_a_server_history_of_an_older_schema_names_the_upgrade_command(
     assert history(server_url, "upgrade")[0] == 0
     status, text = history(server_url, "show", "--no-detect")
     assert status == 0 and "1 runs, 1 series" in text
+    with HistoryStore(server_url, read_only=True) as store:
+        assert [p.level_ms for points in store.points().values() for p in points] == [1.0]
 
 
 def test_a_server_url_given_as_a_file_path_is_refused_without_showing_it(tmp_path: Path) -> None:

@@ -51,7 +51,7 @@ def test_a_run_gives_one_measurement_per_metric_with_its_evidence(store: History
     gelu = rows[("tests/test_gelu.py::test_gelu", "device_time")]
     assert gelu["run_id"] == run_id and gelu["commit"] == "a" * 40 and gelu["branch"] == "main"
     assert (gelu["name"], gelu["device"], gelu["cache"]) == ("gelu", rf.H200, "hot")
-    assert gelu["median_ms"] == 0.5 and gelu["rounds_ms"] == [0.49, 0.5, 0.51]
+    assert gelu["level_ms"] == 0.5 and gelu["rounds_ms"] == [0.49, 0.5, 0.51]
     assert gelu["quantiles_ms"] == run["results"][0]["baseline_entry"]["device_time"]["quantiles_ms"]
     assert gelu["kernels"][0]["code"] == "c0de0c0de"
     assert gelu["autotune"] == {"triton_poi_fused_gelu_0": "BLOCK_SIZE=1024, num_warps=4"}
@@ -59,9 +59,9 @@ def test_a_run_gives_one_measurement_per_metric_with_its_evidence(store: History
     assert gelu["gb_per_s"] == pytest.approx(4000.0) and gelu["peak_fraction"] == pytest.approx(1.0)
     assert gelu["artifacts"] == ["profiles/gelu/trace.json"]
     host = rows[("tests/test_gelu.py::test_gelu", "host_latency")]
-    assert host["median_ms"] == 0.6 and host["rounds_ms"] == [0.6] and host["kernels"] is None
+    assert host["level_ms"] == 0.6 and host["rounds_ms"] == [0.6] and host["kernels"] is None
     plain = rows[("tests/test_gelu.py::test_plain", "device_time")]
-    assert plain["name"] == "" and plain["rounds_ms"] == [0.1]  # no rounds: the median is the one round
+    assert plain["name"] == "" and plain["rounds_ms"] == [0.1]  # no rounds: the level is the one round
     assert plain["peak_fraction"] is None  # no bytes
 
     points = store.points()
@@ -135,6 +135,8 @@ def test_an_older_database_is_upgraded_and_keeps_its_runs(tmp_path: Path, versio
         assert upgraded.db.execute("SELECT COUNT(*) FROM analyses").fetchone()[0] == 0
         columns = "SELECT against_commit, against_ms, peak_memory_bytes FROM measurements"
         assert upgraded.db.execute(columns).fetchall()[0] == (None, None, None)
+        levels = "SELECT level_ms FROM measurements ORDER BY series_id"  # median_ms before version 7
+        assert upgraded.db.execute(levels).fetchall() == [(1.0,), (2.0,)]
         assert upgraded.db.execute("PRAGMA foreign_key_check").fetchall() == []
         assert sorted(k.test for k in upgraded.series().values()) == ["t.py::test_a", "t.py::test_b"]
         assert {len(p) for p in upgraded.points().values()} == {1}
@@ -218,7 +220,7 @@ def test_points_follow_the_runs_creation_time_not_the_order_of_import(store: His
     for i in (2, 0, 1):  # CI jobs finishing out of order
         store.append_run(rf.run([rf.result("t.py::test_a", 1.0 + i)], created=rf.created(i)))
     ((_, points),) = store.points().items()
-    assert [p.median_ms for p in points] == [1.0, 2.0, 3.0]
+    assert [p.level_ms for p in points] == [1.0, 2.0, 3.0]
     assert [p.value for p in points] == [1.0, 2.0, 3.0] and points[0].rounds() == (1.0,)
 
 
