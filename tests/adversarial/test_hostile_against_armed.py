@@ -34,6 +34,11 @@ from pytest_kernelperf.verdict import judge
 
 __all__ = ["repo"]  # the fixture, used by name
 
+# Each test commits a revision to a git repository of its own and runs the paired mode on it, REF's
+# import under the guard: about 1.5 s a test, 18 s for the file. The slow tier (which CI runs) holds
+# them, so that the default tier stays within two minutes on two cores.
+pytestmark = pytest.mark.slow
+
 STRICT = ("--kernelperf-against", "HEAD", "--kernelperf-strict", "-W", "ignore")
 CATCHABLE = sorted(signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP})
 
@@ -103,7 +108,7 @@ def test_a_timer_and_the_handler_it_fires_armed_at_import_are_disarmed_and_refus
     assert signal.getsignal(signal.SIGALRM) is before
 
 
-@pytest.mark.slow  # seconds of bounded waiting: the slow tier
+# seconds of bounded waiting
 def test_a_delayed_thread_started_at_import_is_stopped_before_it_acts(
     pytester: pytest.Pytester, repo: Path, contained: Path
 ) -> None:
@@ -278,7 +283,7 @@ EXITS_LATER = {
 }
 
 
-@pytest.mark.slow  # processes of their own: what got through would end this one
+# processes of their own: what got through would end this one
 def test_what_refs_import_left_armed_never_turns_the_failed_run_green(
     pytester: pytest.Pytester, repo: Path
 ) -> None:
@@ -304,7 +309,6 @@ def test_what_refs_import_left_armed_never_turns_the_failed_run_green(
         assert by_module[module]["verdict"] == "incomparable", module
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("how", [("-n", "2"), ("--kernelperf-isolate",)])
 def test_a_judge_rewritten_by_refs_import_is_undone_in_workers_and_children(
     pytester: pytest.Pytester, repo: Path, how: tuple[str, ...]
