@@ -24,7 +24,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from datetime import timezone
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from pytest_kernelperf import __version__
 from pytest_kernelperf.formatting import escape_controls
@@ -36,6 +36,8 @@ MAX_ANSWER_BYTES = 64 << 10
 ANSWER_SHOWN = 200  # characters of a refusal's body quoted in the message
 # A part of the URL this long (a path segment, a query value) is masked wherever a message shows it.
 SECRET_LENGTH = 6
+# What a webhook URL never holds: whitespace and control characters (urllib refuses them).
+_NOT_IN_URL = re.compile(r"[\x00-\x20\x7f-\x9f\u2028\u2029]")
 
 
 class WebhookError(Exception):
@@ -55,6 +57,17 @@ def checked_url(text: str) -> str:
         raise ValueError(f"{masked(text)}: not a URL") from None
     if parts.scheme.lower() not in ("http", "https") or not host:
         raise ValueError(f"{masked(text)}: a webhook URL is http:// or https:// with a host")
+    if _NOT_IN_URL.search(text):
+        # urllib refuses these only when it sends, quoting the path in its error: a secret pasted
+        # wrapped, a line break or a space inside it, would show there as a Python literal.
+        raise ValueError(f"{masked(text)}: a webhook URL holds no spaces, line breaks or control characters")
+    if "@" in parts.netloc:
+        raise ValueError(
+            f"{masked(text)}: a user part (user:password@) in a webhook URL is not sent by urllib: "
+            "give the URL the service shows, its secret in the path or query"
+        )
+    if not (parts.path + parts.query + parts.fragment).isascii():
+        raise ValueError(f"{masked(text)}: a webhook URL's path and query are ASCII (percent-encode others)")
     return text
 
 
@@ -72,7 +85,8 @@ def masked(url: str) -> str:
 
 
 def _secrets(url: str) -> list[str]:
-    """The parts of `url` that a message must not show, longest first."""
+    """The parts of `url` that a message must not show, longest first: each also as a Python
+    literal writes it (an error quoting it with repr) and percent-decoded (a receiver quoting it)."""
     try:
         parts = urlsplit(url)
         found = [url, parts.path, parts.query, parts.netloc.rpartition("@")[0]]
@@ -80,8 +94,9 @@ def _secrets(url: str) -> list[str]:
         found += [value for _, value in parse_qsl(parts.query) if len(value) >= SECRET_LENGTH]
         found += [parts.password or ""]
     except ValueError:
-        return [url]
-    return sorted({s for s in found if s and s != "/"}, key=len, reverse=True)
+        found = [url]
+    shown = {form for s in found for form in (s, repr(s)[1:-1], ascii(s)[1:-1], unquote(s))}
+    return sorted({s for s in shown if s and s != "/"}, key=len, reverse=True)
 
 
 def scrub(text: str, url: str) -> str:

@@ -317,6 +317,33 @@ def test_the_webhook_url_is_never_shown(capsys: pytest.CaptureFixture[str], db: 
     assert "an empty webhook URL (is the secret that holds it set for this job?)" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://hooks.example.com/services/T1/B2/XyZ-sec\nret-789",  # a secret pasted wrapped
+        "https://hooks.example.com/services/T1/B2/XyZ-sec\tret-789",
+        "https://hooks.example.com/services/T1/B2/XyZ-sec ret-789",
+        "https://user:XyZ-secret-789@hooks.example.com/services/T1",  # urllib never sends it
+        "https://hooks.example.com/services/T1/B2/XyZ-secrét-789",
+    ],
+)
+def test_a_webhook_url_urllib_would_refuse_is_refused_before_anything_quotes_it(
+    capsys: pytest.CaptureFixture[str], db: Path, url: str
+) -> None:
+    runs(db, STEP)
+    with pytest.raises(SystemExit) as usage:
+        alert(db, "--webhook", url)
+    err = capsys.readouterr().err
+    assert usage.value.code == 2 and "https://hooks.example.com/***: a " in err
+    assert "XyZ" not in err and "ret-789" not in err
+
+
+def test_a_secret_quoted_as_a_literal_or_percent_decoded_is_masked() -> None:
+    url = "https://hooks.example.com/services/T1/B2/XyZ%2Dsec%5Cret-789"
+    for quoted in (repr(url), "/services/T1/B2/XyZ-sec\\ret-789", ascii("XyZ%2Dsec%5Cret-789")):
+        assert "ret-789" not in scrub(f"the answer: {quoted}", url)
+
+
 def test_alert_needs_a_sink_and_dry_run_changes_nothing(
     db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
