@@ -6,10 +6,11 @@ A webhook's URL is its secret: Slack's `https://hooks.slack.com/services/Tâ€¦/Bâ
 it than its scheme, host and port (`https://hooks.slack.com/***`): not its path, query or user part,
 in our messages or in the receiver's answers quoted in them.
 
-One POST, `TIMEOUT_S` to answer. A 2xx is delivered. A 429 (rate limited) is waited out once when its
-Retry-After asks for at most `MAX_RETRY_AFTER_S` (1 s when it says nothing), then reported; a
-redirect is not followed (the secret would go where it points, and urllib would turn the POST into a
-GET); a timeout, a refused connection or any other answer is a WebhookError saying which.
+One POST, `TIMEOUT_S` to answer, all of it (however slowly its bytes come). A 2xx is delivered. A
+429 (rate limited) is waited out once when its Retry-After asks for at most `MAX_RETRY_AFTER_S` (1 s
+when it says nothing), then reported; a redirect is not followed (the secret would go where it
+points, and urllib would turn the POST into a GET); a timeout, a refused connection or any other
+answer is a WebhookError saying which.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import email.utils
 import http.client
 import json
 import re
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -123,7 +125,7 @@ def post(
     body = json.dumps(payload).encode("utf-8")
     where = masked(url)
     for attempt in (1, 2):
-        status, headers, answer = _send(url, body, timeout)
+        status, headers, answer = _send_within(url, body, timeout)
         if 200 <= status < 300:
             return status
         said = scrub(answer.decode("utf-8", "replace").strip()[:ANSWER_SHOWN], url)
@@ -142,6 +144,30 @@ def post(
             )
         raise WebhookError(f"{where}: answered {status}{said}")
     raise AssertionError("unreachable")
+
+
+def _send_within(url: str, body: bytes, timeout: float) -> tuple[int, dict[str, str], bytes]:
+    """`_send`, its whole exchange within `timeout`: the socket's timeout bounds each read only, and
+    a receiver that answers a byte at a time would hold the history's write lock for as long as it
+    likes. A POST given up on goes on in its thread until its socket times out; the process does
+    not wait for it."""
+    done: list[tuple[int, dict[str, str], bytes] | BaseException] = []
+
+    def attempt() -> None:
+        try:
+            done.append(_send(url, body, timeout))
+        except BaseException as exc:  # raised again below, in the caller's thread
+            done.append(exc)
+
+    worker = threading.Thread(target=attempt, name="kernelperf-webhook", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if not done:
+        raise WebhookError(f"{masked(url)}: no answer within {timeout:g} s")
+    outcome = done[0]
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
 
 
 def _send(url: str, body: bytes, timeout: float) -> tuple[int, dict[str, str], bytes]:

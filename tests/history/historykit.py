@@ -135,7 +135,7 @@ def write_old_history(path: Path, version: int, runs: Sequence[Mapping[str, Any]
 class Receiver:
     """A chat service's incoming webhook on 127.0.0.1 (http.server in a thread): it records each
     POST (path, headers, JSON body) and answers with `answers` in turn, then 200 "ok"; `delay`
-    seconds before each answer."""
+    seconds before each answer, `trickle` seconds between the bytes of its body."""
 
     SECRET = "s3cretT0ken-4f9a2b7c"
 
@@ -146,6 +146,7 @@ class Receiver:
         self.requests: list[dict[str, Any]] = []
         self.answers: list[tuple[int, dict[str, str], bytes]] = []
         self.delay = 0.0
+        self.trickle = 0.0  # seconds between the bytes of an answer's body: one at a time
         receiver = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -162,7 +163,12 @@ class Receiver:
                         self.send_header(name, value)
                     self.send_header("Content-Length", str(len(answer)))
                     self.end_headers()
-                    self.wfile.write(answer)
+                    if not receiver.trickle:
+                        self.wfile.write(answer)
+                    for byte in answer if receiver.trickle else b"":
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(receiver.trickle)
                 except OSError:  # the client gave up waiting
                     pass
 

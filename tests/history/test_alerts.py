@@ -281,6 +281,22 @@ def test_a_webhook_that_does_not_answer_in_time_is_an_error(
     assert alert(db, "--webhook", receiver.url())[0] == 1
 
 
+def test_a_webhook_that_answers_a_byte_at_a_time_is_given_up_on_in_time(
+    db: Path, receiver: Receiver, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The timeout bounds the whole answer, not each read: the history's write lock is held
+    meanwhile."""
+    runs(db, STEP)
+    receiver.trickle = 0.05  # each byte well within the timeout, the 40 of them far beyond
+    receiver.answers.append((200, {}, b"o" * 40))
+    start = time.monotonic()
+    assert alert(db, "--webhook", receiver.url(), "--webhook-timeout", "0.3")[0] == 2
+    assert time.monotonic() - start < 1.5
+    assert "/***: no answer within 0.3 s; 1 new alert left unsent" in capsys.readouterr().err
+    receiver.trickle = 0.0
+    assert alert(db, "--webhook", receiver.url())[0] == 1
+
+
 def test_a_rate_limit_is_waited_out_once_or_reported(
     db: Path, receiver: Receiver, capsys: pytest.CaptureFixture[str]
 ) -> None:
