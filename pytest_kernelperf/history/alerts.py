@@ -222,6 +222,8 @@ def send(
     remembered."""
     stamp = utc_stamp(now)
     dry_run = mode == "dry-run"
+    if mode == "send":
+        check_files(sinks)
     digests = store.run_digests({cp.run_id for r in reports for cp in r.change_points})
 
     def choose() -> Outcome:
@@ -252,6 +254,27 @@ def send(
     if dry_run:
         return choose()
     return store.locked(choose, "remembering the alerts sent")
+
+
+def check_files(sinks: Sinks) -> None:
+    """Refuse, before anything is sent, the files the alerts could not go to: a folder, or a file
+    that is not an Atom feed where the feed would replace it (a path given by mistake, such as
+    `--atom README.md`, would be lost; an empty file is taken). A sink found to fail only after the
+    webhook was posted would have the next run post the same alerts again."""
+    for path in (sinks.jsonl, sinks.atom):
+        if path is not None and str(path) != "-" and path.is_dir():
+            raise AlertError(f"{path}: cannot write: a folder, not a file")
+    if sinks.atom is None or not sinks.atom.is_file() or sinks.atom.stat().st_size == 0:
+        return
+    try:
+        with sinks.atom.open("rb") as feed:
+            root = next(ET.iterparse(feed, events=("start",)))[1].tag
+    except (ET.ParseError, OSError, StopIteration):
+        root = ""
+    if root != f"{{{ATOM}}}feed":
+        raise AlertError(
+            f"{sinks.atom}: not an Atom feed, so not replaced: give --atom a file of its own, or remove it"
+        )
 
 
 def _deliver(

@@ -141,7 +141,7 @@ def add_subparser(subparsers: Any) -> argparse.ArgumentParser:
     )
     alert.add_argument(
         "--atom",
-        type=Path,
+        type=_feed_path,
         metavar="PATH",
         help="write an Atom feed of the newest alerts (rewritten in place)",
     )
@@ -225,6 +225,13 @@ def _webhook(text: str) -> str:
         return webhook.checked_url(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _feed_path(text: str) -> Path:
+    """--atom: a file (the feed is rewritten in place; "-" is not the output, as for --jsonl)."""
+    if text.strip() in ("", "-"):
+        raise argparse.ArgumentTypeError("the Atom feed is a file: give its path (it is rewritten in place)")
+    return Path(text)
 
 
 def _link(text: str) -> str:

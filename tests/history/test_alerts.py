@@ -386,6 +386,33 @@ def test_a_feed_that_cannot_be_written_leaves_the_alerts_unsent(
     assert jsonl(db)[0] == 1
 
 
+def test_a_file_that_is_not_a_feed_is_not_replaced_and_nothing_is_sent(
+    db: Path,
+    tmp_path: Path,
+    receiver: Receiver,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    runs(db, STEP)
+    readme = tmp_path / "README.md"
+    readme.write_text("# the project\n")
+    assert alert(db, "--webhook", receiver.url(), "--atom", str(readme))[0] == 2
+    assert "README.md: not an Atom feed, so not replaced" in capsys.readouterr().err
+    assert readme.read_text() == "# the project\n" and receiver.requests == []  # not posted twice
+    folder = tmp_path / "alerts.jsonl"
+    folder.mkdir()
+    assert alert(db, "--webhook", receiver.url(), "--jsonl", str(folder))[0] == 2
+    assert "alerts.jsonl: cannot write: a folder" in capsys.readouterr().err and receiver.requests == []
+    with pytest.raises(SystemExit):
+        alert(db, "--atom", "-")  # not the output, as for --jsonl: a file named "-" would be written
+    assert "the Atom feed is a file" in capsys.readouterr().err and not Path("-").exists()
+    feed = tmp_path / "feed.xml"
+    feed.touch()  # an empty file (made by the job beforehand) is taken, and so is a feed
+    assert alert(db, "--atom", str(feed))[0] == 1
+    assert alert(db, "--atom", str(feed), "--webhook", receiver.url())[0] == 0
+
+
 def test_alerts_are_kept_per_branch(db: Path) -> None:
     with HistoryStore(db) as store:
         for i, level in enumerate(STEP):
