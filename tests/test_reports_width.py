@@ -20,6 +20,7 @@ import pytest
 from conftest import Project, recorded_runs
 
 from pytest_kernelperf.cli import main
+from pytest_kernelperf.history import synthetic_runs as rf
 from pytest_kernelperf.results import pull_request, runfile
 from pytest_kernelperf.results.render import MAX_ROW
 from pytest_kernelperf.verdict.judge import PROCESSES_REMEDY, ROUNDS_REMEDY
@@ -266,3 +267,86 @@ def test_the_gpu_runs_of_the_studies_render_within_the_width_and_cite_each_note_
         assert len(notes) == len(set(notes)), name
         rendered += 1
     assert rendered > 100
+
+
+def _merged_paired_run() -> dict[str, object]:
+    """A merged run of two GPUs, one timed hot with CUPTI and one cold with CUDA events, each call
+    paired with its code at the base revision and held to a reference's max_ratio."""
+    results = []
+    for device, cache, timer in (
+        ("NVIDIA H200", "hot", "cupti"),
+        ("NVIDIA H100 80GB HBM3", "cold", "cuda-event"),
+    ):
+        for shape in ("bf16-batch8-heads32-seq16384-dim128-causal", "fp16-batch1-heads64-seq8192-dim64"):
+            for name in ("triton", "sdpa"):
+                level = 0.0466
+                result = rf.result(
+                    f"tests/test_attention.py::test_attention[{shape}]",
+                    level,
+                    name=name,
+                    device=device,
+                    cache=cache,
+                    rounds=[level * 0.999, level, level * 1.001],
+                    nbytes=1 << 26,
+                    reference_ratio=1.7,
+                )
+                result["device_time"]["method"] = timer
+                result["comparison"] = dict(PAIRED_SAME)
+                result["against"] = {
+                    "revision": "HEAD (27dc1d3657)",
+                    "commit": "27dc1d3657f1466f6e8a99ede0bec8a0fa48b263",
+                    "found": "found",
+                    "where": "tests.kernels:flash_attention",
+                    "reason": "",
+                    "level_ms": level,
+                    "rounds_ms": [level] * 5,
+                    "method": timer,
+                    "answers": "identical",
+                }
+                results.append(result)
+    peaks = {"NVIDIA H200": 4800.0, "NVIDIA H100 80GB HBM3": 3350.0}
+    return rf.run(results, devices=("NVIDIA H200", "NVIDIA H100 80GB HBM3"), peaks=peaks)
+
+
+# A paired call's comparison, as a GPU run wrote it (against_study_2026-12-01).
+PAIRED_SAME = {
+    "verdict": "same",
+    "ratio": 1.0005,
+    "change_pct": 0.05,
+    "p_value": 0.357,
+    "threshold": 0.005,
+    "alpha": 0.01,
+    "test": "t test on log round locations",
+    "reason": "",
+    "ratio_ci": [0.9938, 1.0073],
+    "level": 0.00048,
+    "planned_judgements": 21,
+    "noise_sd": 0.0021,
+    "noise_source": "5 paired rounds, shrunk toward built-in prior for 10 us-100 us kernels",
+    "process_sd": None,
+    "process_source": "",
+    "detectable": 0.0092,
+    "rounds": 5,
+    "baseline_rounds": 5,
+    "time_ratio": None,
+    "sequential": None,
+    "evidence": "ratio 1.0005; round noise SD 0.21%; smallest detectable slowdown 0.92% at 95% power",
+}
+
+
+def test_a_merged_run_whose_rows_differ_in_device_and_cache_gets_a_table_for_each(tmp_path: Path) -> None:
+    """Device, Timer and Cache columns beside a paired run's with a reference's would be wider than
+    any column left out can make up for: the rows go to one table per device, timer and cache."""
+    path = tmp_path / "merged.json"
+    path.write_text(json.dumps(_merged_paired_run()))
+    out = io.StringIO()
+    assert main(["report", str(path), "--color=no"], out=out) == 0
+    lines = out.getvalue().splitlines()
+    assert max(len(row) for row in rows(lines)) <= MAX_ROW, "\n".join(
+        r for r in rows(lines) if len(r) > MAX_ROW
+    )
+    headings = [line for line in lines if line.startswith("  test_attention")]
+    assert [h.split(" [")[0] for h in headings] == [
+        "  test_attention (NVIDIA H200, cupti, hot cache)",
+        "  test_attention (NVIDIA H100 80GB HBM3, cuda-event, cold cache)",
+    ]

@@ -265,22 +265,28 @@ def groups(
     for module, tests in grouped(results).items():
         for test, members in tests.items():
             rows = [row_cells(label, r, peaks, notes) for label, r in members]
-            timed = [row for row, (_, r) in zip(rows, members, strict=True) if r.verdict not in UNTIMED]
-            shared = {}
-            for column in _SHARED:
-                values = {row[column].text for row in timed}
-                if len(values) == 1:
-                    shared[column] = values.pop()
-            if timed:
-                columns = tuple(
-                    c
-                    for c in COLUMNS
-                    if c in _ALWAYS or (c not in shared and any(row[c].text not in ("", "-") for row in rows))
-                )
-            else:  # checked only: no times, no device to speak of
-                columns = ("Method", "Verdict")
-            out.append(Group(module, test, shared, columns, rows, [r for _, r in members]))
+            out.append(_table(module, test, rows, [r for _, r in members]))
     return out
+
+
+def _table(module: str, test: str, rows: list[dict[str, Cell]], results: list[BenchResult]) -> Group:
+    """The table of `rows`: the Device, Timer and Cache that all its timed rows share go to its
+    heading, and only the columns some row fills are shown."""
+    timed = [row for row, r in zip(rows, results, strict=True) if r.verdict not in UNTIMED]
+    shared = {}
+    for column in _SHARED:
+        values = {row[column].text for row in timed}
+        if len(values) == 1:
+            shared[column] = values.pop()
+    if timed:
+        columns = tuple(
+            c
+            for c in COLUMNS
+            if c in _ALWAYS or (c not in shared and any(row[c].text not in ("", "-") for row in rows))
+        )
+    else:  # checked only: no times, no device to speak of
+        columns = ("Method", "Verdict")
+    return Group(module, test, shared, columns, rows, results)
 
 
 # --- terminal ----------------------------------------------------------------------------------
@@ -294,7 +300,7 @@ def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | Non
     lines: list[Line] = []
     module = None
     notes = Footnotes()
-    for whole in groups(results, peaks, notes):
+    for whole in (part for table in groups(results, peaks, notes) for part in _apart(table)):
         if whole.module != module:
             module = whole.module
             lines.append(((module, "bold"),))
@@ -356,9 +362,9 @@ def _row_width(group: Group, columns: Sequence[str]) -> int:
     return 4 + method + sum(widths) + 2 * (len(columns) - 1)
 
 
-def _narrowed(group: Group, notes: Footnotes) -> tuple[Group, str]:
-    """The group without the columns of NARROW_DROPS, in order, that its rows need left out to fit
-    MAX_ROW, and the citation of the note that names them ("" where none is left out)."""
+def _kept(group: Group) -> tuple[list[str], list[str]]:
+    """(the columns shown, those left out): the columns of NARROW_DROPS, in order, that the
+    group's rows need left out to fit MAX_ROW."""
     columns = list(group.columns)
     dropped = []
     for column in NARROW_DROPS:
@@ -367,6 +373,29 @@ def _narrowed(group: Group, notes: Footnotes) -> tuple[Group, str]:
         if column in columns:
             columns.remove(column)
             dropped.append(column)
+    return columns, dropped
+
+
+def _apart(group: Group) -> list[Group]:
+    """The group, or where its rows differ in Device, Timer or Cache (a merged run of several GPUs
+    or cache modes) and would not fit MAX_ROW even with NARROW_DROPS left out, one table for each
+    of their values, each with them in its heading."""
+    apart = [c for c in _SHARED if c in group.columns]
+    if not apart or _row_width(group, _kept(group)[0]) <= MAX_ROW:
+        return [group]
+    parts: dict[tuple[str, ...], list[int]] = {}
+    for i, row in enumerate(group.rows):
+        parts.setdefault(tuple(row[c].text for c in apart), []).append(i)
+    return [
+        _table(group.module, group.test, [group.rows[i] for i in part], [group.results[i] for i in part])
+        for part in parts.values()
+    ]
+
+
+def _narrowed(group: Group, notes: Footnotes) -> tuple[Group, str]:
+    """The group without the columns of NARROW_DROPS, in order, that its rows need left out to fit
+    MAX_ROW, and the citation of the note that names them ("" where none is left out)."""
+    columns, dropped = _kept(group)
     if not dropped:
         return group, ""
     mark = notes.cite(
