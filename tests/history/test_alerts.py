@@ -400,6 +400,9 @@ def test_a_file_that_is_not_a_feed_is_not_replaced_and_nothing_is_sent(
     assert alert(db, "--webhook", receiver.url(), "--atom", str(readme))[0] == 2
     assert "README.md: not an Atom feed, so not replaced" in capsys.readouterr().err
     assert readme.read_text() == "# the project\n" and receiver.requests == []  # not posted twice
+    history = db.read_bytes()
+    assert alert(db, "--atom", str(db))[0] == 2  # the history itself, given for --db
+    assert "not an Atom feed" in capsys.readouterr().err and db.read_bytes() == history
     folder = tmp_path / "alerts.jsonl"
     folder.mkdir()
     assert alert(db, "--webhook", receiver.url(), "--jsonl", str(folder))[0] == 2
