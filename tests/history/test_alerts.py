@@ -288,13 +288,15 @@ def test_a_webhook_that_answers_a_byte_at_a_time_is_given_up_on_in_time(
     meanwhile."""
     runs(db, STEP)
     receiver.trickle = 0.05  # each byte well within the timeout, the 40 of them far beyond
-    receiver.answers.append((200, {}, b"o" * 40))
+    receiver.answers.append((503, {}, b"o" * 40))
     start = time.monotonic()
     assert alert(db, "--webhook", receiver.url(), "--webhook-timeout", "0.3")[0] == 2
     assert time.monotonic() - start < 1.5
     assert "/***: no answer within 0.3 s; 1 new alert left unsent" in capsys.readouterr().err
-    receiver.trickle = 0.0
-    assert alert(db, "--webhook", receiver.url())[0] == 1
+    # A 2xx is delivered, whatever its body does after it: not posted again by the next run.
+    receiver.answers.append((200, {}, b"o" * 40))
+    assert alert(db, "--webhook", receiver.url(), "--webhook-timeout", "0.3")[0] == 1
+    assert alert(db, "--webhook", receiver.url())[0] == 0 and len(receiver.requests) == 2
 
 
 def test_a_rate_limit_is_waited_out_once_or_reported(
