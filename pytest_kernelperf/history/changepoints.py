@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any
 
+from pytest_kernelperf.formatting import escape_controls
 from pytest_kernelperf.settings import DEFAULTS
 from pytest_kernelperf.verdict.memory import format_bytes, judge_memory
 
@@ -585,6 +586,9 @@ def series_label(report: SeriesReport) -> str:
 
 
 def change_line(report: SeriesReport, cp: ChangePoint) -> str:
-    """One change point on one line, as `history detect` and `history alert` say it."""
+    """One change point on one line, as `history detect` and `history alert` say it: a line break
+    in a stored name (a history written by other means than `import`) shown as an escape, so that
+    it cannot make a line of its own in a terminal, a log or a chat message."""
     mark = "SLOWER" if cp.slowdown else "faster"
-    return f"{mark:6}  {series_label(report)} on {report.key.device}: {cp.commit_range()}  {cp.describe()}"
+    line = f"{mark:6}  {series_label(report)} on {report.key.device}: {cp.commit_range()}  {cp.describe()}"
+    return escape_controls(line)

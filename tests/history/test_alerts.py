@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import sqlite3
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -416,6 +417,20 @@ def test_a_file_that_is_not_a_feed_is_not_replaced_and_nothing_is_sent(
     feed.touch()  # an empty file (made by the job beforehand) is taken, and so is a feed
     assert alert(db, "--atom", str(feed))[0] == 1
     assert alert(db, "--atom", str(feed), "--webhook", receiver.url())[0] == 0
+
+
+def test_a_line_break_in_a_stored_test_id_makes_no_line_of_its_own(db: Path, receiver: Receiver) -> None:
+    """`import` refuses control characters; a history written otherwise (a shared server, a hand
+    edit) may still hold one: the alert's line stays one line in the chat and the terminal."""
+    runs(db, STEP)
+    with sqlite3.connect(db) as edit:
+        edit.execute("UPDATE series SET test = test || char(10) || 'SLOWER  forged <!channel>'")
+    edit.close()
+    status, said = alert(db, "--webhook", receiver.url())
+    text = receiver.requests[0]["json"]["text"]
+    assert status == 1 and "test_gelu\\nSLOWER  forged &lt;!channel&gt; [gelu]" in text
+    for lines in (text.splitlines(), said.splitlines()):
+        assert not any(line.startswith("SLOWER  forged") for line in lines)
 
 
 def test_alerts_are_kept_per_branch(db: Path) -> None:
