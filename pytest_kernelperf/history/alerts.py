@@ -264,6 +264,14 @@ def check_files(sinks: Sinks) -> None:
     for path in (sinks.jsonl, sinks.atom):
         if path is not None and str(path) != "-" and path.is_dir():
             raise AlertError(f"{path}: cannot write: a folder, not a file")
+    jsonl = sinks.jsonl
+    if jsonl is not None and str(jsonl) != "-" and jsonl.is_file() and jsonl.stat().st_size:
+        with jsonl.open("rb") as lines:
+            first = lines.read(1)
+        if first != b"{":  # not JSON lines (the history itself, given by mistake): never appended to
+            raise AlertError(
+                f"{jsonl}: not a JSON Lines file, so not appended to: give --jsonl a file of its own"
+            )
     if sinks.atom is None or not sinks.atom.is_file() or sinks.atom.stat().st_size == 0:
         return
     try:

@@ -49,7 +49,7 @@ def test_reading_commands_read_an_older_history_and_leave_it_unchanged(
     assert code == 0, out.getvalue()
     if command == "export":
         assert out.getvalue().count('"t.py::test_add"') == 6  # every stored measurement
-        # The level, stored as median_ms before version 7, under today's name.
+        # The level, stored as median_ms before version 8, under today's name.
         assert [m["level_ms"] for m in json.loads(out.getvalue())["measurements"]] == [1.0] * 6
     elif command == "show":
         assert "6 runs, 1 series" in out.getvalue()

@@ -104,7 +104,7 @@ def fill(
         store.append_run(in_schema_1(run) if schema_1 else run, commit=commit_of(first + i))
 
 
-# Columns a later schema version renamed: the old name -> today's (version 7: the level judged).
+# Columns a later schema version renamed: the old name -> today's (version 8: the level judged).
 RENAMED_SINCE = {"median_ms": "level_ms"}
 
 

@@ -406,6 +406,10 @@ def test_a_file_that_is_not_a_feed_is_not_replaced_and_nothing_is_sent(
     history = db.read_bytes()
     assert alert(db, "--atom", str(db))[0] == 2  # the history itself, given for --db
     assert "not an Atom feed" in capsys.readouterr().err and db.read_bytes() == history
+    assert alert(db, "--jsonl", str(db))[0] == 2  # JSON lines are never appended to the history
+    assert (
+        "not a JSON Lines file, so not appended to" in capsys.readouterr().err and db.read_bytes() == history
+    )
     folder = tmp_path / "alerts.jsonl"
     folder.mkdir()
     assert alert(db, "--webhook", receiver.url(), "--jsonl", str(folder))[0] == 2
