@@ -23,7 +23,6 @@ from typing import Any
 
 from pytest_kernelperf.atomic import write_atomic
 from pytest_kernelperf.baselines.schema import (
-    LEVEL_SLACK,
     SchemaError,
     entry_from_data,
     entry_to_data,
@@ -531,18 +530,6 @@ def _kind(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _level_agrees(timing: _Reader) -> None:
-    """Refuse a device time whose `level_ms` is not the geometric mean of its `rounds_ms` (a hand
-    edit the table would show beside rounds that say otherwise)."""
-    level = _level(timing)
-    rounds = timing.numbers("rounds_ms", optional=True) or ()
-    if level is None or not rounds or min(rounds) <= 0:
-        return
-    mean = math.exp(math.fsum(math.log(x) for x in rounds) / len(rounds))
-    if abs(level / mean - 1) > LEVEL_SLACK:  # the plugin writes them agreeing to the last bit
-        raise timing.fail("level_ms", f"{level:.6g} is not the geometric mean of rounds_ms ({mean:.6g})")
-
-
 def _level(reader: _Reader) -> float | None:
     """An object's `level_ms`, the level judged (None where absent or null)."""
     _not_renamed(reader)
@@ -767,8 +754,6 @@ def result_from_dict(data: Any, source: str = "<json>", where: str = "result") -
             raise throughput.fail(what, f"expected a count of zero or more, got {count}")
     if timing is not None and timing.raw("samples_ms", None) and not timing.text("method", optional=True):
         raise timing.fail("method", "missing for a timed result (it has samples_ms)")
-    if timing is not None:
-        _level_agrees(timing)
     wall_s = reader.number("wall_s", optional=True) or 0.0
     if wall_s < 0:
         raise reader.fail("wall_s", f"expected seconds of zero or more, got {wall_s!r}")
