@@ -307,7 +307,7 @@ def styled_lines(results: Sequence[BenchResult], peaks: Mapping[str, Peak] | Non
         group, left_out = _narrowed(whole, notes)
         lines.append((("  " + cited(group.heading, left_out), ""),))
         rows = _fitted(group, notes)
-        widths = {c: max(len(c), *(len(row[c].text) for row in rows)) for c in group.columns}
+        widths = _widths(rows, group.columns)
         lines.append((("    " + "  ".join(c.ljust(widths[c]) for c in group.columns).rstrip(), "dim"),))
         for row in rows:
             segments: list[Segment] = [("    ", "")]
@@ -355,11 +355,22 @@ def _wrapped(text: str, style: str, indent: int = 2) -> list[Line]:
     return [((piece, style),) for piece in wrapped(text, indent)]
 
 
+def _widths(rows: Sequence[Mapping[str, Cell]], columns: Iterable[str]) -> dict[str, int]:
+    """Each column's width: its header's or its widest cell's."""
+    return {c: max(len(c), *(len(row[c].text) for row in rows)) for c in columns}
+
+
+def _beside_method(group: Group, columns: Sequence[str]) -> int:
+    """The characters a row of `group` shown in `columns` takes beside its Method cell: its
+    indent, the other cells and the gaps between all of them."""
+    others = _widths(group.rows, (c for c in columns if c != "Method"))
+    return 4 + sum(others.values()) + 2 * (len(columns) - 1)
+
+
 def _row_width(group: Group, columns: Sequence[str]) -> int:
     """The widest row of `group` shown in `columns`, its Method cells at their shortest."""
-    widths = [max(len(c), *(len(row[c].text) for row in group.rows)) for c in columns if c != "Method"]
     method = min(max(len(row["Method"].text) for row in group.rows), max(MIN_METHOD, len("Method")))
-    return 4 + method + sum(widths) + 2 * (len(columns) - 1)
+    return _beside_method(group, columns) + method
 
 
 def _kept(group: Group) -> tuple[list[str], list[str]]:
@@ -408,9 +419,7 @@ def _narrowed(group: Group, notes: Footnotes) -> tuple[Group, str]:
 def _fitted(group: Group, notes: Footnotes) -> list[dict[str, Cell]]:
     """The group's rows with their Method cells shortened in the middle where a row would be wider
     than MAX_ROW; labels that would then read alike cite a note with the whole label."""
-    rest = {c: max(len(c), *(len(row[c].text) for row in group.rows)) for c in group.columns if c != "Method"}
-    room = MAX_ROW - 4 - sum(rest.values()) - 2 * (len(group.columns) - 1)
-    room = max(room, MIN_METHOD, len("Method"))
+    room = max(MAX_ROW - _beside_method(group, group.columns), MIN_METHOD, len("Method"))
     labels = [row["Method"].text for row in group.rows]
     if all(len(label) <= room for label in labels):
         return group.rows
@@ -429,7 +438,7 @@ def _middle_cut(text: str, width: int) -> str:
     """`text` within `width` characters, its middle left out (parameters differ at both ends)."""
     if len(text) <= width:
         return text
-    head = (width - 1 + 1) // 2
+    head = width // 2
     tail = width - 1 - head
     return text[:head] + "…" + (text[-tail:] if tail > 0 else "")
 

@@ -196,3 +196,16 @@ def refused_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}/services/T0001/B0002/{Receiver.SECRET}"
+
+
+def with_host_rounds(result: dict[str, Any]) -> dict[str, Any]:
+    """`result` with host-latency rounds in its baseline entry, as a run records them."""
+    result["baseline_entry"]["host_latency"] = {
+        "method": "cuda-event",
+        "median_ms": 0.08,
+        "ci_ms": [0.079, 0.081],
+        "n": 3,
+        "quantiles_ms": [0.079, 0.08, 0.081],
+        "rounds_ms": [0.079, 0.08, 0.081],
+    }
+    return result

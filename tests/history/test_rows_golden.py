@@ -30,7 +30,7 @@ from pytest_kernelperf.history import synthetic_runs as rf
 from pytest_kernelperf.history.schema import SCHEMA_VERSION
 from pytest_kernelperf.history.store import HistoryStore
 
-from .historykit import commit_of, fill, in_schema_1, needs_server, write_old_history
+from .historykit import commit_of, fill, in_schema_1, needs_server, with_host_rounds, write_old_history
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).with_name("data") / "rows_golden.json"
@@ -109,18 +109,6 @@ def _with_counters(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _host_rounds(result: dict[str, Any]) -> dict[str, Any]:
-    result["baseline_entry"]["host_latency"] = {
-        "method": "cuda-event",
-        "median_ms": 0.08,
-        "ci_ms": [0.079, 0.081],
-        "n": 3,
-        "quantiles_ms": [0.079, 0.08, 0.081],
-        "rounds_ms": [0.079, 0.08, 0.081],
-    }
-    return result
-
-
 def _checked(result: dict[str, Any]) -> dict[str, Any]:
     result["device_time"] = None
     result["verdict"] = "checked"
@@ -171,7 +159,7 @@ def synthetic_runs() -> dict[str, list[dict[str, Any]]]:
         "many samples": [rf.run([rf.result("t.py::test_many", 0.003, samples=200, rounds=[0.003] * 5)])],
         "few samples, no entry": [rf.run([_without_entry(rf.result("t.py::test_bare", 2.0, samples=5))])],
         "host rounds from the entry": [
-            rf.run([_host_rounds(rf.result("t.py::t", 0.05, rounds=[0.05] * 3, host_ms=0.08))])
+            rf.run([with_host_rounds(rf.result("t.py::t", 0.05, rounds=[0.05] * 3, host_ms=0.08))])
         ],
         "counters": [rf.run([_with_counters(rf.result("t.py::test_c", 1.0, name="fused"))])],
         "against a revision": [rf.run([_against(rf.result("t.py::test_d", 0.02, rounds=[0.02] * 3), 0.021)])],

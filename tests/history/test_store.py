@@ -18,7 +18,7 @@ from pytest_kernelperf.history.rows import SeriesKey
 from pytest_kernelperf.history.schema import MIGRATIONS, SCHEMA_VERSION
 from pytest_kernelperf.history.store import HistoryStore, load_run_file
 
-from .historykit import write_old_history
+from .historykit import with_host_rounds, write_old_history
 
 
 def test_a_run_gives_one_measurement_per_metric_with_its_evidence(store: HistoryStore) -> None:
@@ -266,15 +266,7 @@ def test_a_reader_leaves_an_empty_file_empty(tmp_path: Path) -> None:
 
 
 def test_host_latency_keeps_the_rounds_of_the_entry_the_run_would_record(store: HistoryStore) -> None:
-    result = rf.result("t.py::t", 0.05, rounds=[0.05] * 3, host_ms=0.08)
-    result["baseline_entry"]["host_latency"] = {
-        "method": "cuda-event",
-        "median_ms": 0.08,
-        "ci_ms": [0.079, 0.081],
-        "n": 3,
-        "quantiles_ms": [0.079, 0.08, 0.081],
-        "rounds_ms": [0.079, 0.08, 0.081],
-    }
+    result = with_host_rounds(rf.result("t.py::t", 0.05, rounds=[0.05] * 3, host_ms=0.08))
     store.append_run(rf.run([result]))
     (sid,) = [sid for sid, key in store.series().items() if key.metric == "host_latency"]
     (point,) = store.points(sid)[sid]
